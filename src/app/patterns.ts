@@ -1,0 +1,47 @@
+// Regular expressions shared by the schema and the CRD. The API server runs
+// them as RE2, so no lookarounds or backreferences.
+
+/** DNS-1123 subdomain: Secret and other object names. */
+export const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+/** DNS-1035 label: Service names. */
+export const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+/** DNS-1123 label: port and container names. */
+export const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+const HOST = '[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*';
+const USER = '[A-Za-z0-9_][A-Za-z0-9._-]*';
+const PATH = '[^\\s-][^\\s]*';
+
+/**
+ * Git URLs Teal accepts: https (no credentials in the URL: those come from
+ * secretRef), ssh://, scp-like user@host:path, and file:// which the operator
+ * refuses unless started for local development.
+ */
+export const GIT_URL = new RegExp(
+  [
+    `https://${HOST}(:[0-9]{1,5})?/${PATH}`,
+    `ssh://(${USER}@)?${HOST}(:[0-9]{1,5})?/${PATH}`,
+    `${USER}@${HOST}:${PATH}`,
+    'file:///[^\\s]*',
+  ]
+    .map((alt) => `(${alt})`)
+    .join('|')
+    .replace(/^/, '^(')
+    .concat(')$'),
+);
+
+/** Characters git allows in a ref name (git check-ref-format). */
+export const GIT_REF_CHARS = /^[^\x00-\x20\x7f~^:?*[\\]+$/;
+
+export const COMMIT_SHA = /^[0-9a-f]{40}$/;
+
+const DOMAIN = '[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*(:[0-9]+)?';
+const PATH_COMPONENT = '[a-z0-9]+((\\.|_|__|-+)[a-z0-9]+)*';
+const REPOSITORY = `(${DOMAIN}/)?${PATH_COMPONENT}(/${PATH_COMPONENT})*`;
+const TAG = ':[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}';
+const DIGEST = '@sha256:[a-f0-9]{64}';
+
+/** An image repository without tag or digest: the build pushes <repository>:<commit>. */
+export const IMAGE_REPOSITORY = new RegExp(`^${REPOSITORY}$`);
+/** A ready image reference, with an optional tag and digest. */
+export const IMAGE_REFERENCE = new RegExp(`^${REPOSITORY}(${TAG})?(${DIGEST})?$`);

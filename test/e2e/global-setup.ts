@@ -1,0 +1,37 @@
+import type { TestProject } from 'vitest/node';
+import { type Cluster, startCluster, stopCluster, stopClusterSync } from '../cluster/cluster.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    kubeconfig: string;
+    binDir: string;
+  }
+}
+
+let cluster: Cluster | undefined;
+
+// Also on Ctrl-C or a killed runner: the control plane must not outlive the run.
+function stopOnSignal(signal: NodeJS.Signals): void {
+  if (cluster) stopClusterSync(cluster);
+  cluster = undefined;
+  process.kill(process.pid, signal);
+}
+
+export async function setup(project: TestProject): Promise<void> {
+  const started = Date.now();
+  cluster = await startCluster({ log: (line) => console.error(line) });
+  console.error(`test cluster up in ${Date.now() - started} ms (${cluster.workdir})`);
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, stopOnSignal);
+  process.once('exit', () => cluster && process.env.TEAL_KEEP_CLUSTER !== '1' && stopClusterSync(cluster));
+  project.provide('kubeconfig', cluster.kubeconfig);
+  project.provide('binDir', cluster.binDir);
+}
+
+export async function teardown(): Promise<void> {
+  if (cluster && process.env.TEAL_KEEP_CLUSTER === '1') {
+    console.error(`keeping the test cluster: KUBECONFIG=${cluster.kubeconfig}`);
+  } else if (cluster) {
+    await stopCluster(cluster);
+  }
+  cluster = undefined;
+}

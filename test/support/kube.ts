@@ -1,0 +1,85 @@
+// Test helpers for the shared control plane: clients, a namespace per test
+// file, and polling.
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import * as k8s from '@kubernetes/client-node';
+import { inject } from 'vitest';
+
+const run = promisify(execFile);
+
+export function kubeConfig(): k8s.KubeConfig {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(inject('kubeconfig'));
+  return kc;
+}
+
+export function clients(kc = kubeConfig()) {
+  return {
+    kc,
+    core: kc.makeApiClient(k8s.CoreV1Api),
+    apps: kc.makeApiClient(k8s.AppsV1Api),
+    batch: kc.makeApiClient(k8s.BatchV1Api),
+    rbac: kc.makeApiClient(k8s.RbacAuthorizationV1Api),
+    authn: kc.makeApiClient(k8s.AuthenticationV1Api),
+    authz: kc.makeApiClient(k8s.AuthorizationV1Api),
+    discovery: kc.makeApiClient(k8s.DiscoveryV1Api),
+    ext: kc.makeApiClient(k8s.ApiextensionsV1Api),
+    custom: kc.makeApiClient(k8s.CustomObjectsApi),
+    objects: k8s.KubernetesObjectApi.makeApiClient(kc),
+  };
+}
+
+/** Creates a namespace with a unique name; the returned function deletes it. */
+export async function createNamespace(prefix: string): Promise<{ name: string; remove: () => Promise<void> }> {
+  const { core } = clients();
+  const name = `${prefix}-${randomBytes(3).toString('hex')}`;
+  await core.createNamespace({ body: { metadata: { name, labels: { 'teal.dev/test': 'true' } } } });
+  return {
+    name,
+    remove: async () => {
+      await core.deleteNamespace({ name }).catch(() => {});
+    },
+  };
+}
+
+/** Polls until check returns a value other than undefined, or fails with the last reason. */
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined>,
+  { timeoutMs = 30_000, intervalMs = 100 } = {},
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+/** Runs the cluster's real kubectl. */
+export async function kubectl(
+  args: string[],
+  input?: string,
+): Promise<{ stdout: string; stderr: string; code: number }> {
+  const bin = join(inject('binDir'), 'kubectl');
+  const env = { ...process.env, KUBECONFIG: inject('kubeconfig') };
+  try {
+    const child = run(bin, args, { env });
+    if (input !== undefined) child.child.stdin?.end(input);
+    const { stdout, stderr } = await child;
+    return { stdout, stderr, code: 0 };
+  } catch (err) {
+    const e = err as { stdout?: string; stderr?: string; code?: number };
+    return { stdout: e.stdout ?? '', stderr: e.stderr ?? '', code: typeof e.code === 'number' ? e.code : 1 };
+  }
+}
