@@ -1,0 +1,51 @@
+// Revision numbers, the release history, and which old ReplicaSets to keep.
+import type { App, HistoryEntry, RevisionStatus } from '../app/schema.ts';
+import type { ObservedReplicaSet } from './observed.ts';
+
+/** History kept in status; enough for undo and audit, small enough for 10k Apps. */
+export const HISTORY_LIMIT = 20;
+
+export function nextRevisionNumber(replicaSets: readonly ObservedReplicaSet[], status: App['status']): number {
+  const seen = [
+    ...replicaSets.map((rs) => rs.revision),
+    ...(status?.history ?? []).map((h) => h.revision),
+    status?.active?.revision ?? 0,
+    status?.preview?.revision ?? 0,
+  ];
+  return Math.max(0, ...seen) + 1;
+}
+
+export function appendHistory(history: readonly HistoryEntry[] | undefined, entry: HistoryEntry): HistoryEntry[] {
+  return [...(history ?? []), entry].slice(-HISTORY_LIMIT);
+}
+
+/**
+ * The revision undo returns to by default: the newest one promoted before
+ * the current active one that still has a ReplicaSet.
+ */
+export function previousStable(
+  history: readonly HistoryEntry[] | undefined,
+  active: RevisionStatus | undefined,
+  replicaSets: readonly ObservedReplicaSet[],
+): number | undefined {
+  const exists = new Set(replicaSets.filter((rs) => !rs.deleting).map((rs) => rs.revision));
+  for (const entry of [...(history ?? [])].reverse()) {
+    if (entry.revision !== active?.revision && exists.has(entry.revision)) return entry.revision;
+  }
+  return undefined;
+}
+
+/**
+ * Scaled-down ReplicaSets beyond revisionHistoryLimit, oldest first. Those
+ * in use (active, desired, stable) are never candidates.
+ */
+export function replicaSetsToDelete(
+  replicaSets: readonly ObservedReplicaSet[],
+  keep: ReadonlySet<string>,
+  limit: number,
+): ObservedReplicaSet[] {
+  const idle = replicaSets
+    .filter((rs) => !keep.has(rs.hash) && !rs.deleting && rs.specReplicas === 0 && rs.replicas === 0)
+    .sort((a, b) => b.revision - a.revision);
+  return idle.slice(limit).reverse();
+}

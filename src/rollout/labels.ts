@@ -1,0 +1,22 @@
+// Labels and annotations Teal puts on what it owns.
+export const LABEL_APP = 'teal.dev/app';
+export const LABEL_HASH = 'teal.dev/pod-template-hash';
+export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY = 'teal';
+
+export const ANN_REVISION = 'teal.dev/revision';
+export const ANN_IMAGE = 'teal.dev/image';
+export const ANN_COMMIT = 'teal.dev/commit';
+/** When a ReplicaSet no longer needed is scaled to zero (RFC 3339). */
+export const ANN_SCALE_DOWN_AT = 'teal.dev/scale-down-at';
+/** On a Service Teal adopted: its selector before, restored when the App goes. */
+export const ANN_ORIGINAL_SELECTOR = 'teal.dev/original-selector';
+
+/** A hash of what Teal last applied to a Service, to apply again only on change. */
+export const ANN_APPLIED = 'teal.dev/applied';
+
+/** Held while an adopted Service still needs its selector restored. */
+export const FINALIZER = 'teal.dev/restore-services';
+
+/** The selector value of a Service that must select no pod. */
+export const NO_REVISION = 'none';

@@ -1,0 +1,64 @@
+// The ReplicaSet of one revision.
+import type { App } from '../app/schema.ts';
+import { ANN_COMMIT, ANN_IMAGE, ANN_REVISION, LABEL_APP, LABEL_HASH, LABEL_MANAGED_BY, MANAGED_BY } from './labels.ts';
+import { ownerReference } from './owner.ts';
+
+export interface Revision {
+  hash: string;
+  image: string;
+  commit?: string;
+}
+
+export const replicaSetName = (app: App, hash: string): string => `${app.metadata.name}-${hash}`;
+
+export function selectorLabels(app: App, hash: string): Record<string, string> {
+  return { [LABEL_APP]: app.metadata.name, [LABEL_HASH]: hash };
+}
+
+/** The container that runs the image: the one named "app", or the first. */
+export function appContainerIndex(containers: readonly { name: string }[]): number {
+  const named = containers.findIndex((c) => c.name === 'app');
+  return named >= 0 ? named : 0;
+}
+
+/** The pod template as the revision runs it: the App's, with the image and Teal's labels. */
+export function revisionTemplate(app: App, image: string): App['spec']['template'] {
+  const template = structuredClone(app.spec.template);
+  const index = appContainerIndex(template.spec.containers);
+  const container = template.spec.containers[index];
+  if (container) container.image = image;
+  return template;
+}
+
+export function replicaSetManifest(app: App, revision: Revision, number: number, replicas: number) {
+  const template = revisionTemplate(app, revision.image);
+  const selector = selectorLabels(app, revision.hash);
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'ReplicaSet',
+    metadata: {
+      name: replicaSetName(app, revision.hash),
+      namespace: app.metadata.namespace,
+      labels: { ...selector, [LABEL_MANAGED_BY]: MANAGED_BY },
+      annotations: {
+        [ANN_REVISION]: String(number),
+        [ANN_IMAGE]: revision.image,
+        ...(revision.commit ? { [ANN_COMMIT]: revision.commit } : {}),
+      },
+      ownerReferences: [ownerReference(app)],
+    },
+    spec: {
+      replicas,
+      selector: { matchLabels: selector },
+      template: {
+        metadata: {
+          labels: { ...(template.metadata?.labels ?? {}), ...selector },
+          ...(template.metadata?.annotations ? { annotations: template.metadata.annotations } : {}),
+        },
+        spec: template.spec,
+      },
+    },
+  };
+}
+
+export type ReplicaSetManifest = ReturnType<typeof replicaSetManifest>;

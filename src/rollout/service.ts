@@ -1,0 +1,115 @@
+// The active and preview Services. Teal creates and owns them when missing;
+// a Service someone else created gets only its selector managed, and that
+// selector is restored when the App goes.
+import type { App } from '../app/schema.ts';
+import { podTemplateHash } from './hash.ts';
+import {
+  ANN_APPLIED,
+  ANN_ORIGINAL_SELECTOR,
+  LABEL_APP,
+  LABEL_HASH,
+  LABEL_MANAGED_BY,
+  MANAGED_BY,
+  NO_REVISION,
+} from './labels.ts';
+import type { ObservedService } from './observed.ts';
+import { ownerReference } from './owner.ts';
+import { appContainerIndex } from './replicaset.ts';
+
+export type ServiceRole = 'active' | 'preview';
+
+export function serviceName(app: App, role: ServiceRole): string {
+  const bg = app.spec.strategy.blueGreen;
+  if (role === 'active') return bg.activeService ?? app.metadata.name;
+  return bg.previewService ?? `${app.metadata.name}-preview`;
+}
+
+/** Selects the pods of one revision, or none. */
+export function serviceSelector(app: App, hash: string | undefined): Record<string, string> {
+  return { [LABEL_APP]: app.metadata.name, [LABEL_HASH]: hash ?? NO_REVISION };
+}
+
+export function selectedHash(service: ObservedService | undefined): string | undefined {
+  const hash = service?.selector[LABEL_HASH];
+  return hash && hash !== NO_REVISION ? hash : undefined;
+}
+
+interface ServicePort {
+  name?: string;
+  port: number;
+  targetPort: number | string;
+  protocol: string;
+}
+
+/** spec.service.ports, or else one port per containerPort of the app container. */
+export function servicePorts(app: App): ServicePort[] {
+  if (app.spec.service) {
+    return app.spec.service.ports.map((p) => ({
+      ...(p.name ? { name: p.name } : {}),
+      port: p.port,
+      targetPort: p.targetPort ?? p.port,
+      protocol: p.protocol,
+    }));
+  }
+  const containers = app.spec.template.spec.containers;
+  const container = containers[appContainerIndex(containers)] as { ports?: unknown } | undefined;
+  const ports = Array.isArray(container?.ports)
+    ? (container.ports as { containerPort?: unknown; name?: unknown; protocol?: unknown }[])
+    : [];
+  return ports
+    .filter((p) => typeof p.containerPort === 'number')
+    .map((p) => ({
+      ...(typeof p.name === 'string' ? { name: p.name } : {}),
+      port: p.containerPort as number,
+      targetPort: p.containerPort as number,
+      protocol: typeof p.protocol === 'string' ? p.protocol : 'TCP',
+    }));
+}
+
+const applied = (what: unknown) => podTemplateHash('service', what);
+
+/** A Service Teal owns, in full. */
+export function ownedServiceManifest(app: App, role: ServiceRole, hash: string | undefined) {
+  const labels = { [LABEL_APP]: app.metadata.name, [LABEL_MANAGED_BY]: MANAGED_BY, 'teal.dev/role': role };
+  const spec = { selector: serviceSelector(app, hash), ports: servicePorts(app) };
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: {
+      name: serviceName(app, role),
+      namespace: app.metadata.namespace,
+      labels,
+      annotations: { [ANN_APPLIED]: applied({ labels, spec, owner: app.metadata.uid }) } as Record<string, string>,
+      ownerReferences: [ownerReference(app)],
+    },
+    spec,
+  };
+}
+
+/** The part of an adopted Service that Teal manages: its selector, and a note of the original. */
+export function adoptedServiceManifest(app: App, service: ObservedService, hash: string | undefined) {
+  const labels = { [LABEL_APP]: app.metadata.name };
+  const spec = { selector: serviceSelector(app, hash) };
+  const original = service.originalSelector ?? JSON.stringify(service.selector);
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: {
+      name: service.name,
+      namespace: service.namespace,
+      labels,
+      annotations: { [ANN_ORIGINAL_SELECTOR]: original, [ANN_APPLIED]: applied({ labels, spec, original }) } as Record<
+        string,
+        string
+      >,
+    },
+    spec,
+  };
+}
+
+export type ServiceManifest = ReturnType<typeof ownedServiceManifest> | ReturnType<typeof adoptedServiceManifest>;
+
+/** Whether a Service was created by someone else and only adopted. */
+export function isAdopted(app: App, service: ObservedService): boolean {
+  return service.ownerUid !== app.metadata.uid;
+}

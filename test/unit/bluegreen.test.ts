@@ -1,0 +1,652 @@
+// The blue/green planner's rules, driven through a small model of the cluster:
+// actions are applied to the observed state, and "pods" become available
+// unless a test holds them back.
+import { describe, expect, it } from 'vitest';
+import type { Intent } from '../../src/app/intents.ts';
+import type { App, AppInput, AppStatus } from '../../src/app/schema.ts';
+import { validateApp } from '../../src/app/validate.ts';
+import { type KubeAction, plan } from '../../src/rollout/bluegreen.ts';
+import { podTemplateHash } from '../../src/rollout/hash.ts';
+import { LABEL_APP, LABEL_HASH } from '../../src/rollout/labels.ts';
+import type { Observed, ObservedReplicaSet, ObservedService } from '../../src/rollout/observed.ts';
+import { imageApp } from '../fixtures/apps.ts';
+
+const T0 = Date.parse('2026-11-21T10:00:00Z');
+
+function makeApp(edit: (a: AppInput) => void = () => {}): App {
+  const input = imageApp('web');
+  input.metadata = { name: 'web', namespace: 'ns', uid: 'uid-1', generation: 1 };
+  input.spec.replicas = 3;
+  input.spec.strategy = { blueGreen: { autoPromotionEnabled: false, previewReplicaCount: 1 } };
+  edit(input);
+  const result = validateApp(input);
+  if (!result.ok) throw new Error(result.errors.join('\n'));
+  return result.app;
+}
+
+class World {
+  app: App;
+  now = T0;
+  replicaSets = new Map<string, ObservedReplicaSet>();
+  services = new Map<string, ObservedService>();
+  /** Hashes whose pods never become ready. */
+  stuck = new Set<string>();
+  events: { reason: string; message: string }[] = [];
+  last: KubeAction[] = [];
+  requeue: number | undefined;
+
+  constructor(app: App) {
+    this.app = app;
+  }
+
+  get status(): AppStatus {
+    return this.app.status ?? {};
+  }
+
+  image(image: string): string {
+    this.app = {
+      ...this.app,
+      spec: { ...this.app.spec, image },
+      metadata: { ...this.app.metadata, generation: (this.app.metadata.generation ?? 0) + 1 },
+    };
+    return podTemplateHash(image, this.app.spec.template);
+  }
+
+  target() {
+    const image = this.app.spec.image ?? '';
+    return { hash: podTemplateHash(image, this.app.spec.template), image };
+  }
+
+  observed(): Observed {
+    const active = this.services.get('web');
+    const preview = this.services.get('web-preview');
+    return {
+      replicaSets: [...this.replicaSets.values()],
+      ...(active ? { activeService: active } : {}),
+      ...(preview ? { previewService: preview } : {}),
+    };
+  }
+
+  /** One reconcile, with its actions carried out; then the "kubelet" catches up. */
+  reconcile(intents: Intent[] = []): KubeAction[] {
+    const result = plan({
+      app: this.app,
+      observed: this.observed(),
+      now: new Date(this.now),
+      target: this.target(),
+      intents,
+    });
+    this.last = result.actions;
+    this.requeue = result.requeueAfterMs;
+    for (const action of result.actions) this.apply(action);
+    this.app = { ...this.app, status: result.status };
+    return result.actions;
+  }
+
+  apply(action: KubeAction): void {
+    switch (action.kind) {
+      case 'createReplicaSet': {
+        const m = action.manifest;
+        const hash = m.metadata.labels[LABEL_HASH] ?? '';
+        if (this.replicaSets.has(hash)) return;
+        this.replicaSets.set(hash, {
+          namespace: 'ns',
+          name: m.metadata.name,
+          resourceVersion: '1',
+          app: 'web',
+          hash,
+          revision: Number(m.metadata.annotations['teal.dev/revision']),
+          image: m.metadata.annotations['teal.dev/image'] ?? '',
+          ownerUid: 'uid-1',
+          createdAt: new Date(this.now).toISOString(),
+          generation: 1,
+          specReplicas: m.spec.replicas,
+          observedGeneration: 0,
+          replicas: 0,
+          readyReplicas: 0,
+          availableReplicas: 0,
+          deleting: false,
+        });
+        return;
+      }
+      case 'patchReplicaSet': {
+        const rs = [...this.replicaSets.values()].find((r) => r.name === action.name);
+        if (!rs) throw new Error(`patch of missing ${action.name}`);
+        if (action.replicas !== undefined && action.replicas !== rs.specReplicas) {
+          rs.specReplicas = action.replicas;
+          rs.generation += 1;
+        }
+        if (action.scaleDownAt === null) delete rs.scaleDownAt;
+        else if (action.scaleDownAt) rs.scaleDownAt = action.scaleDownAt;
+        return;
+      }
+      case 'deleteReplicaSet': {
+        for (const [hash, rs] of this.replicaSets) if (rs.name === action.name) this.replicaSets.delete(hash);
+        return;
+      }
+      case 'applyService': {
+        const m = action.manifest;
+        this.services.set(m.metadata.name, {
+          namespace: 'ns',
+          name: m.metadata.name,
+          resourceVersion: '1',
+          app: 'web',
+          selector: { ...m.spec.selector },
+          ownerUid: 'uid-1',
+          appliedHash: m.metadata.annotations['teal.dev/applied'] ?? '',
+        });
+        return;
+      }
+      case 'event':
+        this.events.push({ reason: action.event.reason, message: action.event.message });
+        return;
+    }
+  }
+
+  /** The ReplicaSet controller and kubelets: pods appear and become available. */
+  settle(): void {
+    for (const rs of this.replicaSets.values()) {
+      rs.observedGeneration = rs.generation;
+      rs.replicas = rs.specReplicas;
+      const ready = this.stuck.has(rs.hash) ? 0 : rs.specReplicas;
+      rs.readyReplicas = ready;
+      rs.availableReplicas = ready;
+    }
+  }
+
+  /** Reconcile and settle until nothing more happens. */
+  converge(max = 10): void {
+    for (let i = 0; i < max; i++) {
+      const actions = this.reconcile().filter((a) => a.kind !== 'event');
+      this.settle();
+      if (actions.length === 0) return;
+    }
+  }
+
+  activeHash(): string | undefined {
+    return this.services.get('web')?.selector[LABEL_HASH];
+  }
+
+  previewHash(): string | undefined {
+    return this.services.get('web-preview')?.selector[LABEL_HASH];
+  }
+
+  rs(hash: string): ObservedReplicaSet {
+    const rs = this.replicaSets.get(hash);
+    if (!rs) throw new Error(`no ReplicaSet ${hash}`);
+    return rs;
+  }
+
+  advance(seconds: number): void {
+    this.now += seconds * 1000;
+  }
+}
+
+let intentSeq = 0;
+function intent(action: Intent['action'], extra: Partial<Intent> = {}): Intent {
+  intentSeq += 1;
+  return {
+    action,
+    id: `id-${intentSeq}`,
+    by: 'alice',
+    via: 'cli',
+    at: new Date(T0 + intentSeq).toISOString(),
+    ...extra,
+  };
+}
+
+/** A world with revision 1 active and healthy. */
+function released(edit?: (a: AppInput) => void): { w: World; h1: string } {
+  const w = new World(makeApp(edit));
+  w.converge();
+  return { w, h1: w.target().hash };
+}
+
+const cond = (w: World, type: string) => w.status.conditions?.find((c) => c.type === type);
+
+describe('first release', () => {
+  it('deploys straight to full size and switches only once every pod is available', () => {
+    const w = new World(makeApp());
+    const actions = w.reconcile();
+    const create = actions.find((a) => a.kind === 'createReplicaSet');
+    expect(create?.kind === 'createReplicaSet' && create.manifest.spec.replicas).toBe(3);
+    expect(w.activeHash()).toBeUndefined();
+    expect(w.status.phase).toBe('Progressing');
+
+    w.settle();
+    w.reconcile();
+    const h = w.target().hash;
+    expect(w.activeHash()).toBe(h);
+    expect(w.previewHash()).toBe('none');
+    expect(w.status.phase).toBe('Healthy');
+    expect(w.status.active).toMatchObject({ revision: 1, podTemplateHash: h });
+    expect(w.status.history).toEqual([expect.objectContaining({ revision: 1, promotedVia: 'first-release' })]);
+    expect(cond(w, 'Promoted')?.status).toBe('True');
+    expect(cond(w, 'Ready')?.status).toBe('True');
+    expect(cond(w, 'Promoted')?.observedGeneration).toBe(1);
+  });
+
+  it('makes no writes once converged', () => {
+    const { w } = released();
+    expect(w.reconcile().filter((a) => a.kind !== 'event')).toEqual([]);
+  });
+});
+
+describe('a new revision', () => {
+  it('runs as a preview at previewReplicaCount, pauses for promotion, and never touches active', () => {
+    const { w, h1 } = released();
+    const h2 = w.image('repo/app:2');
+    w.reconcile();
+    expect(w.rs(h2).specReplicas).toBe(1);
+    expect(w.previewHash()).toBe('none'); // not before its pods are ready
+    w.settle();
+    w.reconcile();
+    expect(w.previewHash()).toBe(h2);
+    expect(w.activeHash()).toBe(h1);
+    expect(w.status.phase).toBe('Paused');
+    expect(cond(w, 'Promoted')).toMatchObject({ status: 'False', reason: 'WaitingForPromotion' });
+    expect(cond(w, 'PreviewAvailable')?.status).toBe('True');
+    expect(w.status.preview).toMatchObject({ revision: 2, podTemplateHash: h2 });
+  });
+
+  it('promotes: scales the preview to full, switches when saturated, scales the old one down after the delay', () => {
+    const { w, h1 } = released();
+    const h2 = w.image('repo/app:2');
+    w.converge();
+    w.reconcile([intent('promote', { revision: 2 })]);
+    expect(w.status.promotion).toMatchObject({ revision: 2, by: 'alice', via: 'cli' });
+    expect(w.rs(h2).specReplicas).toBe(3);
+    expect(w.activeHash()).toBe(h1);
+
+    w.settle();
+    w.reconcile();
+    expect(w.activeHash()).toBe(h2);
+    expect(w.previewHash()).toBe('none');
+    expect(w.status.phase).toBe('Healthy');
+    expect(w.status.history?.at(-1)).toMatchObject({ revision: 2, promotedBy: 'alice', promotedVia: 'cli' });
+    expect(w.rs(h1).specReplicas).toBe(3);
+    expect(w.rs(h1).scaleDownAt).toBe(new Date(w.now + 30_000).toISOString());
+    expect(w.requeue).toBeLessThanOrEqual(30_001);
+
+    w.advance(29);
+    w.reconcile();
+    expect(w.rs(h1).specReplicas).toBe(3);
+    w.advance(1);
+    w.reconcile();
+    expect(w.rs(h1).specReplicas).toBe(0);
+  });
+
+  it.each([
+    ['some pods not yet available', { availableReplicas: 2 }],
+    ['the controller has not seen the new size', { observedGeneration: 0 }],
+    ['extra pods still counted', { replicas: 4 }],
+  ])('does not switch while %s', (_title, partial) => {
+    const { w, h1 } = released();
+    const h2 = w.image('repo/app:2');
+    w.converge();
+    w.reconcile([intent('promote')]);
+    w.settle();
+    Object.assign(w.rs(h2), partial);
+    w.reconcile();
+    expect(w.activeHash()).toBe(h1);
+    expect(w.status.phase).toBe('Progressing');
+  });
+
+  it('auto-promotes after autoPromotionSeconds, counted from preview availability', () => {
+    const { w, h1 } = released((a) => {
+      a.spec.strategy = { blueGreen: { autoPromotionEnabled: true, autoPromotionSeconds: 10, previewReplicaCount: 1 } };
+    });
+    const h2 = w.image('repo/app:2');
+    w.reconcile();
+    w.settle();
+    w.reconcile();
+    expect(w.status.preview?.availableAt).toBe(new Date(w.now).toISOString());
+    expect(w.requeue).toBe(10_001);
+    w.advance(9);
+    w.reconcile();
+    expect(w.status.promotion).toBeUndefined();
+    w.advance(1);
+    w.reconcile();
+    expect(w.status.promotion).toMatchObject({ via: 'auto' });
+    w.settle();
+    w.reconcile();
+    expect(w.activeHash()).toBe(h2);
+    expect(w.rs(h1).scaleDownAt).toBeDefined();
+    expect(w.status.history?.at(-1)?.promotedVia).toBe('auto');
+  });
+
+  it('replaces a waiting preview with a newer revision, scaling the old preview down at once', () => {
+    const { w, h1 } = released();
+    const h2 = w.image('repo/app:2');
+    w.converge();
+    const h3 = w.image('repo/app:3');
+    w.reconcile();
+    expect(w.rs(h2).specReplicas).toBe(0);
+    expect(w.rs(h3).specReplicas).toBe(1);
+    expect(w.rs(h3).revision).toBe(3);
+    expect(w.activeHash()).toBe(h1);
+  });
+
+  it('resizes only when replicas change, without a new revision', () => {
+    const { w, h1 } = released();
+    w.app = { ...w.app, spec: { ...w.app.spec, replicas: 5 } };
+    const actions = w.reconcile();
+    expect(actions.filter((a) => a.kind === 'createReplicaSet')).toEqual([]);
+    expect(w.rs(h1).specReplicas).toBe(5);
+    expect(w.replicaSets.size).toBe(1);
+  });
+});
+
+describe('promote', () => {
+  it('refuses a stated revision that is no longer the preview, and changes nothing', () => {
+    const { w } = released();
+    w.image('repo/app:2');
+    w.converge();
+    w.reconcile([intent('promote', { revision: 7 })]);
+    expect(w.status.promotion).toBeUndefined();
+    expect(w.events.at(-1)?.reason).toBe('PromoteRejected');
+    expect(w.events.find((e) => e.reason === 'PromoteRejected')?.message).toMatch(/revision 7 is no longer in preview/);
+  });
+
+  it('takes an intent once: the same intent seen again does nothing more', () => {
+    const { w } = released();
+    const h2 = w.image('repo/app:2');
+    w.converge();
+    const once = intent('promote');
+    w.reconcile([once]);
+    w.settle();
+    w.reconcile([once]);
+    w.reconcile([once]);
+    expect(w.activeHash()).toBe(h2);
+    expect(w.status.history?.filter((h) => h.revision === 2)).toHaveLength(1);
+    expect(w.events.filter((e) => e.reason === 'PromotionRequested')).toHaveLength(1);
+  });
+
+  it('ignores a promote when nothing is in preview', () => {
+    const { w } = released();
+    w.reconcile([intent('promote')]);
+    expect(w.events.at(-1)?.reason).toBe('PromoteIgnored');
+  });
+
+  it('with --full scales the old revision down right after the switch', () => {
+    const { w, h1 } = released();
+    w.image('repo/app:2');
+    w.converge();
+    w.reconcile([intent('promote', { full: true })]);
+    w.settle();
+    w.reconcile();
+    expect(w.rs(h1).specReplicas).toBe(0);
+  });
+});
+
+describe('abort and retry', () => {
+  it('abort keeps active, scales the preview down after abortScaleDownDelaySeconds, and is Degraded', () => {
+    const { w, h1 } = released();
+    const h2 = w.image('repo/app:2');
+    w.converge();
+    w.reconcile([intent('abort')]);
+    expect(w.activeHash()).toBe(h1);
+    expect(w.status.phase).toBe('Degraded');
+    expect(cond(w, 'Aborted')?.status).toBe('True');
+    expect(w.previewHash()).toBe('none');
+    expect(w.rs(h2).specReplicas).toBe(1);
+    w.advance(30);
+    w.reconcile();
+    expect(w.rs(h2).specReplicas).toBe(0);
+    // Not tried again by itself.
+    w.advance(60);
+    w.converge();
+    expect(w.rs(h2).specReplicas).toBe(0);
+    expect(w.activeHash()).toBe(h1);
+  });
+
+  it('abort during a promotion stops it before the switch', () => {
+    const { w, h1 } = released();
+    w.image('repo/app:2');
+    w.converge();
+    w.reconcile([intent('promote')]);
+    w.reconcile([intent('abort')]);
+    w.settle();
+    w.converge();
+    expect(w.activeHash()).toBe(h1);
+    expect(w.status.promotion).toBeUndefined();
+  });
+
+  it('retry clears the abort and the revision runs as a preview again', () => {
+    const { w } = released();
+    const h2 = w.image('repo/app:2');
+    w.converge();
+    w.reconcile([intent('abort')]);
+    w.advance(31);
+    w.converge();
+    w.reconcile([intent('retry')]);
+    w.settle();
+    w.converge();
+    expect(w.status.abort).toBeUndefined();
+    expect(w.rs(h2).specReplicas).toBe(1);
+    expect(w.previewHash()).toBe(h2);
+    expect(w.status.phase).toBe('Paused');
+  });
+
+  it('a new revision after an abort is tried without retry', () => {
+    const { w } = released();
+    w.image('repo/app:2');
+    w.converge();
+    w.reconcile([intent('abort')]);
+    const h3 = w.image('repo/app:3');
+    w.converge();
+    expect(w.status.abort).toBeUndefined();
+    expect(w.previewHash()).toBe(h3);
+  });
+});
+
+describe('undo', () => {
+  function twoReleases() {
+    const { w, h1 } = released();
+    const h2 = w.image('repo/app:2');
+    w.converge();
+    w.reconcile([intent('promote')]);
+    w.settle();
+    w.converge();
+    return { w, h1, h2 };
+  }
+
+  it('returns to the previous stable revision at once, reusing its ReplicaSet', () => {
+    const { w, h1 } = twoReleases();
+    w.reconcile([intent('undo')]);
+    expect(w.status.pin).toMatchObject({ revision: 1 });
+    w.settle();
+    w.converge();
+    expect(w.activeHash()).toBe(h1);
+    expect(w.replicaSets.size).toBe(2);
+    expect(w.status.history?.at(-1)).toMatchObject({ revision: 1, promotedVia: 'undo', promotedBy: 'alice' });
+    expect(w.status.phase).toBe('Healthy');
+  });
+
+  it('after the scale-down, still goes active without a pause', () => {
+    const { w, h1 } = twoReleases();
+    w.advance(31);
+    w.converge();
+    expect(w.rs(h1).specReplicas).toBe(0);
+    w.reconcile([intent('undo')]);
+    expect(w.rs(h1).specReplicas).toBe(3);
+    w.settle();
+    w.converge();
+    expect(w.activeHash()).toBe(h1);
+  });
+
+  it('--to-revision refuses a revision with no ReplicaSet left', () => {
+    const { w, h2 } = twoReleases();
+    w.reconcile([intent('undo', { toRevision: 9 })]);
+    expect(w.events.at(-1)).toMatchObject({ reason: 'UndoRejected' });
+    expect(w.activeHash()).toBe(h2);
+  });
+
+  it('--preview stages the revision for promotion instead', () => {
+    const { w, h1, h2 } = twoReleases();
+    w.advance(31);
+    w.converge();
+    w.reconcile([intent('undo', { preview: true })]);
+    w.settle();
+    w.converge();
+    expect(w.activeHash()).toBe(h2);
+    expect(w.previewHash()).toBe(h1);
+    expect(w.status.phase).toBe('Paused');
+  });
+
+  it('ends when the spec asks for a new revision', () => {
+    const { w } = twoReleases();
+    w.reconcile([intent('undo')]);
+    w.settle();
+    w.converge();
+    const h3 = w.image('repo/app:3');
+    w.converge();
+    expect(w.status.pin).toBeUndefined();
+    expect(w.previewHash()).toBe(h3);
+  });
+});
+
+describe('pause and resume', () => {
+  it('deploys nothing while paused, and carries on after resume', () => {
+    const { w, h1 } = released();
+    w.reconcile([intent('pause')]);
+    const h2 = w.image('repo/app:2');
+    w.converge();
+    expect(w.replicaSets.has(h2)).toBe(false);
+    expect(w.status.phase).toBe('Paused');
+    w.reconcile([intent('resume')]);
+    w.settle();
+    w.converge();
+    expect(w.previewHash()).toBe(h2);
+    expect(w.activeHash()).toBe(h1);
+  });
+
+  it('promotes nothing while paused', () => {
+    const { w, h1 } = released();
+    w.image('repo/app:2');
+    w.converge();
+    w.reconcile([intent('pause')]);
+    w.reconcile([intent('promote')]);
+    w.settle();
+    w.converge();
+    expect(w.activeHash()).toBe(h1);
+  });
+});
+
+describe('progress deadline', () => {
+  it('a preview that never becomes ready goes Degraded, active never moves, and it recovers', () => {
+    const { w, h1 } = released((a) => {
+      a.spec.progressDeadlineSeconds = 60;
+    });
+    const h2 = w.image('repo/app:2');
+    w.stuck.add(h2);
+    w.reconcile();
+    w.settle();
+    w.advance(59);
+    w.reconcile();
+    expect(w.status.phase).toBe('Progressing');
+    w.advance(1);
+    w.reconcile();
+    expect(w.status.phase).toBe('Degraded');
+    expect(cond(w, 'ProgressDeadlineExceeded')?.status).toBe('True');
+    expect(w.activeHash()).toBe(h1);
+    w.reconcile([intent('promote')]);
+    w.settle();
+    w.converge();
+    expect(w.activeHash()).toBe(h1);
+
+    w.stuck.delete(h2);
+    w.settle();
+    w.converge();
+    expect(w.activeHash()).toBe(h2);
+    expect(cond(w, 'ProgressDeadlineExceeded')?.status).toBe('False');
+  });
+
+  it('does not count time spent waiting for promotion', () => {
+    const { w } = released((a) => {
+      a.spec.progressDeadlineSeconds = 60;
+    });
+    w.image('repo/app:2');
+    w.converge();
+    w.advance(3600);
+    w.reconcile();
+    expect(w.status.phase).toBe('Paused');
+    expect(cond(w, 'ProgressDeadlineExceeded')?.status).toBe('False');
+  });
+});
+
+describe('restarts and history', () => {
+  it('finishes a switch that status did not record, exactly once', () => {
+    const { w, h1 } = released();
+    const h2 = w.image('repo/app:2');
+    w.converge();
+    w.reconcile([intent('promote')]);
+    w.settle();
+    // The operator died after switching the Service, before writing status.
+    const before = structuredClone(w.status);
+    w.reconcile();
+    expect(w.activeHash()).toBe(h2);
+    w.app = { ...w.app, status: before };
+    w.converge();
+    expect(w.status.active?.podTemplateHash).toBe(h2);
+    expect(w.status.history?.filter((h) => h.revision === 2)).toEqual([
+      expect.objectContaining({ promotedBy: 'alice', promotedVia: 'cli' }),
+    ]);
+    expect(w.rs(h1).scaleDownAt).toBeDefined();
+  });
+
+  it('keeps revisionHistoryLimit scaled-down ReplicaSets and deletes older ones', () => {
+    const { w } = released((a) => {
+      a.spec.revisionHistoryLimit = 1;
+      a.spec.strategy = { blueGreen: { autoPromotionEnabled: true, scaleDownDelaySeconds: 0 } };
+    });
+    for (const tag of ['2', '3', '4']) {
+      w.image(`repo/app:${tag}`);
+      w.converge();
+    }
+    const revisions = [...w.replicaSets.values()].map((r) => r.revision).sort();
+    expect(revisions).toEqual([3, 4]);
+  });
+
+  it('returns instantly to a revision still inside its scale-down delay', () => {
+    const { w, h1 } = released((a) => {
+      a.spec.strategy = { blueGreen: { autoPromotionEnabled: false, scaleDownDelaySeconds: 300 } };
+    });
+    w.image('repo/app:2');
+    w.converge();
+    w.reconcile([intent('promote')]);
+    w.settle();
+    w.converge();
+    // The spec goes back to the first image: its ReplicaSet is still up.
+    w.image('repo/app:1.4.2');
+    w.app.spec.image = 'harbor.example.com/team/weather:1.4.2';
+    w.reconcile();
+    w.settle();
+    w.converge();
+    expect(w.activeHash()).toBe(h1);
+    expect(w.replicaSets.size).toBe(2);
+  });
+});
+
+describe('invalid specs', () => {
+  it('become InvalidSpec naming the field, and touch nothing', () => {
+    const w = new World(
+      makeApp((a) => {
+        a.spec.service = undefined;
+        a.spec.template = { spec: { containers: [{ name: 'app' }] } };
+      }),
+    );
+    const actions = w.reconcile();
+    expect(actions.map((a) => a.kind)).toEqual(['event']);
+    expect(w.status.phase).toBe('Degraded');
+    expect(cond(w, 'InvalidSpec')).toMatchObject({ status: 'True' });
+    expect(cond(w, 'InvalidSpec')?.message).toMatch(/^spec\.service\.ports: /);
+  });
+});
+
+describe('labels', () => {
+  it('selects pods by app and pod-template hash', () => {
+    const { w, h1 } = released();
+    expect(w.services.get('web')?.selector).toEqual({ [LABEL_APP]: 'web', [LABEL_HASH]: h1 });
+  });
+});
