@@ -39,7 +39,7 @@ export function replicaSetManifest(app: App, revision: Revision, number: number,
     metadata: {
       name: replicaSetName(app, revision.hash),
       namespace: app.metadata.namespace,
-      labels: { ...selector, [LABEL_MANAGED_BY]: MANAGED_BY },
+      labels: { ...selector, [LABEL_MANAGED_BY]: MANAGED_BY } as Record<string, string>,
       annotations: {
         [ANN_REVISION]: String(number),
         [ANN_IMAGE]: revision.image,
