@@ -113,3 +113,23 @@ export type ServiceManifest = ReturnType<typeof ownedServiceManifest> | ReturnTy
 export function isAdopted(app: App, service: ObservedService): boolean {
   return service.ownerUid !== app.metadata.uid;
 }
+
+/**
+ * What an adopted Service goes back to when its App is deleted: the original
+ * selector; Teal's label and annotations go, since Teal no longer applies them.
+ */
+export function restoredServiceManifest(service: ObservedService) {
+  let selector: Record<string, string> = {};
+  try {
+    const parsed: unknown = JSON.parse(service.originalSelector ?? '{}');
+    if (parsed && typeof parsed === 'object') selector = parsed as Record<string, string>;
+  } catch {
+    // A mangled note restores an empty selector rather than keep pointing at Teal's pods.
+  }
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: service.name, namespace: service.namespace },
+    spec: { selector },
+  };
+}

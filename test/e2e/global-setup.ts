@@ -1,5 +1,11 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import type { TestProject } from 'vitest/node';
-import { type Cluster, startCluster, stopCluster, stopClusterSync } from '../cluster/cluster.ts';
+import { type Cluster, kubectlApply, startCluster, stopCluster, stopClusterSync } from '../cluster/cluster.ts';
+
+const CRD = new URL('../../config/crd/teal.dev_apps.yaml', import.meta.url);
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -23,6 +29,13 @@ export async function setup(project: TestProject): Promise<void> {
   console.error(`test cluster up in ${Date.now() - started} ms (${cluster.workdir})`);
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, stopOnSignal);
   process.once('exit', () => cluster && process.env.TEAL_KEEP_CLUSTER !== '1' && stopClusterSync(cluster));
+  // Every e2e file works with Apps: install the CRD once.
+  await kubectlApply(cluster, readFileSync(CRD, 'utf8'));
+  await promisify(execFile)(
+    join(cluster.binDir, 'kubectl'),
+    ['wait', '--for=condition=Established', 'crd/apps.teal.dev', '--timeout=30s'],
+    { env: cluster.env },
+  );
   project.provide('kubeconfig', cluster.kubeconfig);
   project.provide('binDir', cluster.binDir);
 }

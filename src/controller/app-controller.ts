@@ -1,0 +1,112 @@
+// The App controller: watch events feed one queue, workers reconcile. Caches
+// run on every replica (they serve reads); workers run only on the leader.
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { errorMessage, isConflict, Writer } from '../kube/apply.ts';
+import type { EventRecorder } from '../kube/events.ts';
+import { WorkQueue } from '../kube/workqueue.ts';
+import { type CachedApp, type Caches, makeCaches } from './cache.ts';
+import { NotLeaderError, Reconciler } from './reconciler.ts';
+
+export interface AppControllerOptions {
+  kubeConfig: KubeConfig;
+  namespace?: string;
+  concurrency: number;
+  recorder: EventRecorder;
+  logger: Logger;
+  canWrite: () => boolean;
+}
+
+/** Changes to an App that matter to the reconciler: not its own status writes. */
+function appChanged(old: CachedApp, next: CachedApp): boolean {
+  return (
+    old.metadata.generation !== next.metadata.generation ||
+    old.metadata.deletionTimestamp !== next.metadata.deletionTimestamp ||
+    JSON.stringify(old.metadata.annotations) !== JSON.stringify(next.metadata.annotations) ||
+    JSON.stringify(old.metadata.finalizers) !== JSON.stringify(next.metadata.finalizers)
+  );
+}
+
+export class AppController {
+  readonly caches: Caches;
+  private readonly options: AppControllerOptions;
+  private readonly reconciler: Reconciler;
+  private queue: WorkQueue | undefined;
+  private workers: Promise<void> | undefined;
+
+  constructor(options: AppControllerOptions) {
+    this.options = options;
+    this.caches = makeCaches(options.kubeConfig, options.namespace, options.logger);
+    this.reconciler = new Reconciler({
+      kubeConfig: options.kubeConfig,
+      caches: this.caches,
+      writer: new Writer(options.kubeConfig),
+      recorder: options.recorder,
+      logger: options.logger,
+      canWrite: options.canWrite,
+    });
+    const enqueue = (key: string) => this.queue?.add(key);
+    this.caches.apps.addHandler({
+      onAdd: (a) => enqueue(`${a.metadata.namespace}/${a.metadata.name}`),
+      onUpdate: (old, a) => {
+        if (appChanged(old, a)) enqueue(`${a.metadata.namespace}/${a.metadata.name}`);
+      },
+      onDelete: (a) => enqueue(`${a.metadata.namespace}/${a.metadata.name}`),
+    });
+    for (const informer of [this.caches.replicaSets, this.caches.services]) {
+      const owner = (o: { value: { namespace: string; app?: string } }) => {
+        if (o.value.app) enqueue(`${o.value.namespace}/${o.value.app}`);
+      };
+      informer.addHandler({ onAdd: owner, onUpdate: (_old, o) => owner(o), onDelete: owner });
+    }
+  }
+
+  /** Starts the caches; resolves once they have synced. */
+  async startCaches(): Promise<void> {
+    for (const informer of Object.values(this.caches)) informer.start();
+    await Promise.all(Object.values(this.caches).map((i) => i.waitForSync()));
+  }
+
+  hasSynced(): boolean {
+    return Object.values(this.caches).every((i) => i.hasSynced());
+  }
+
+  /** Starts reconciling: on becoming leader. Every App is queued once. */
+  startWorkers(): void {
+    if (this.queue) return;
+    const queue = new WorkQueue();
+    this.queue = queue;
+    for (const app of this.caches.apps.list()) queue.add(`${app.metadata.namespace}/${app.metadata.name}`);
+    const log = this.options.logger;
+    this.workers = queue.start(
+      this.options.concurrency,
+      async (key) => {
+        const started = performance.now();
+        const result = await this.reconciler.reconcile(key);
+        log.debug({ app: key, ms: Math.round(performance.now() - started) }, 'reconciled');
+        return result;
+      },
+      {
+        onError: (key, err) => {
+          if (err instanceof NotLeaderError) return;
+          // A conflict means the cache was behind a write: the retry sees the new state.
+          const level = isConflict(err) ? 'debug' : 'warn';
+          log[level]({ app: key, err: errorMessage(err) }, 'reconcile failed; will retry');
+        },
+      },
+    );
+  }
+
+  /** Stops reconciling; in-flight reconciles finish (drain). */
+  async stopWorkers(): Promise<void> {
+    const queue = this.queue;
+    this.queue = undefined;
+    if (!queue) return;
+    await queue.shutDownWithDrain();
+    await this.workers;
+  }
+
+  stopCaches(): void {
+    for (const informer of Object.values(this.caches)) informer.stop();
+  }
+}

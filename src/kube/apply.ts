@@ -1,0 +1,100 @@
+// Writes to the API server: server-side apply with field manager "teal",
+// merge patches for small changes, and the App status with optimistic
+// concurrency.
+import {
+  ApiException,
+  AppsV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import { API_VERSION, type AppStatus, GROUP, KIND, PLURAL, VERSION } from '../app/schema.ts';
+
+export const FIELD_MANAGER = 'teal';
+
+export const isNotFound = (err: unknown) => err instanceof ApiException && err.code === 404;
+export const isConflict = (err: unknown) => err instanceof ApiException && err.code === 409;
+
+/** One line for logs: the API server's own message rather than the whole response. */
+export function errorMessage(err: unknown): string {
+  if (err instanceof ApiException) {
+    try {
+      const body = JSON.parse(String(err.body)) as { message?: string };
+      if (body.message) return `${err.code}: ${body.message}`;
+    } catch {
+      // Not a Status body.
+    }
+    return `HTTP ${err.code}`;
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+export class Writer {
+  private readonly objects: KubernetesObjectApi;
+  private readonly apps: AppsV1Api;
+  private readonly custom: CustomObjectsApi;
+
+  constructor(kc: KubeConfig) {
+    this.objects = KubernetesObjectApi.makeApiClient(kc);
+    this.apps = kc.makeApiClient(AppsV1Api);
+    this.custom = kc.makeApiClient(CustomObjectsApi);
+  }
+
+  /** Server-side apply; force, because Teal is the authority on the fields it sets. */
+  async apply<T extends KubernetesObject>(manifest: T): Promise<T> {
+    return this.objects.patch(manifest, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+  }
+
+  async patchReplicaSet(namespace: string, name: string, patch: object): Promise<void> {
+    await this.apps.patchNamespacedReplicaSet(
+      { namespace, name, body: patch, fieldManager: FIELD_MANAGER },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+  }
+
+  async deleteReplicaSet(namespace: string, name: string): Promise<void> {
+    try {
+      await this.apps.deleteNamespacedReplicaSet({ namespace, name, propagationPolicy: 'Background' });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
+  /**
+   * Replaces the App status, guarded by the resourceVersion the plan was made
+   * from: a stale cache gets a 409 and the reconcile runs again, so nothing in
+   * status (history above all) is ever written twice.
+   */
+  async writeStatus(namespace: string, name: string, resourceVersion: string, status: AppStatus): Promise<string> {
+    const body = { apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace, resourceVersion }, status };
+    const result = (await this.custom.replaceNamespacedCustomObjectStatus({
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural: PLURAL,
+      name,
+      body,
+      fieldManager: FIELD_MANAGER,
+    })) as { metadata?: { resourceVersion?: string } };
+    return result.metadata?.resourceVersion ?? '';
+  }
+
+  /** Merge patch of App metadata (finalizers). */
+  async patchAppMetadata(namespace: string, name: string, metadata: object): Promise<void> {
+    await this.custom.patchNamespacedCustomObject(
+      {
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: PLURAL,
+        name,
+        body: { metadata },
+        fieldManager: FIELD_MANAGER,
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+  }
+}

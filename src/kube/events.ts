@@ -1,0 +1,59 @@
+// Kubernetes Events for App transitions and actions, so `kubectl describe`
+// and `kubectl get events` tell the story. Recording never fails a reconcile.
+import { randomBytes } from 'node:crypto';
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { API_VERSION, KIND } from '../app/schema.ts';
+
+export interface EventTarget {
+  name: string;
+  namespace: string;
+  uid?: string;
+  resourceVersion?: string;
+}
+
+export class EventRecorder {
+  private readonly core: CoreV1Api;
+  private readonly instance: string;
+  private readonly log: Logger;
+
+  constructor(kc: KubeConfig, instance: string, log: Logger) {
+    this.core = kc.makeApiClient(CoreV1Api);
+    this.instance = instance;
+    this.log = log;
+  }
+
+  async record(target: EventTarget, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+    const now = new Date();
+    try {
+      await this.core.createNamespacedEvent({
+        namespace: target.namespace,
+        body: {
+          metadata: {
+            name: `${target.name}.${now.getTime().toString(16)}${randomBytes(3).toString('hex')}`,
+            namespace: target.namespace,
+          },
+          involvedObject: {
+            apiVersion: API_VERSION,
+            kind: KIND,
+            name: target.name,
+            namespace: target.namespace,
+            ...(target.uid ? { uid: target.uid } : {}),
+            ...(target.resourceVersion ? { resourceVersion: target.resourceVersion } : {}),
+          },
+          type,
+          reason,
+          message: message.slice(0, 1024),
+          source: { component: 'teal' },
+          reportingComponent: 'teal.dev/controller',
+          reportingInstance: this.instance,
+          firstTimestamp: now,
+          lastTimestamp: now,
+          count: 1,
+        },
+      });
+    } catch (err) {
+      this.log.warn({ err: String(err), app: `${target.namespace}/${target.name}`, reason }, 'could not record event');
+    }
+  }
+}

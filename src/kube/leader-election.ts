@@ -1,0 +1,499 @@
+// Lease-based leader election (coordination.k8s.io/v1), after client-go's
+// leaderelection package: candidates poll one Lease, the holder renews it every
+// retry period, and a holder that cannot renew within the renew deadline stops
+// leading before anyone else may judge the lease expired.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import * as k8s from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+
+export type LeaderElectionLogger = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
+
+export interface LeaderElectorOptions {
+  kubeConfig: k8s.KubeConfig;
+  namespace: string;
+  /** Name of the Lease. */
+  name: string;
+  /** Unique per process; defaults to defaultIdentity(). */
+  identity?: string;
+  /** How long others wait after the last observed change before taking over; whole seconds. Default 15000. */
+  leaseDurationMs?: number;
+  /** How long the leader keeps trying to renew before it stops leading. Default 10000. */
+  renewDeadlineMs?: number;
+  /** Interval between attempts to acquire or renew. Default 2000. */
+  retryPeriodMs?: number;
+  /** Called on becoming leader; not awaited, renewal goes on meanwhile. */
+  onStartedLeading: () => void | Promise<void>;
+  /**
+   * Called once each time leadership ends (lost, deadline missed or stop()).
+   * isLeader() is already false. stop() awaits it before releasing the lease,
+   * unless stop() was called from within it.
+   */
+  onStoppedLeading: () => void | Promise<void>;
+  /** Called when the observed holder changes to a non-empty identity, this one included. */
+  onNewLeader?: (identity: string) => void;
+  /** For a leader_election_master_status gauge. */
+  onLeadershipChange?: (isLeader: boolean) => void;
+  logger?: LeaderElectionLogger;
+}
+
+export interface StopOptions {
+  /** Hand the lease over at once instead of letting it expire (client-go's ReleaseOnCancel). Default true. */
+  release?: boolean;
+}
+
+/** Hostname plus a random suffix, so two processes on one host never share an identity. */
+export function defaultIdentity(): string {
+  return `${hostname()}_${randomBytes(4).toString('hex')}`;
+}
+
+// client-go's JitterFactor: candidates wait retryPeriod * [1, 2.2).
+const JITTER_FACTOR = 1.2;
+
+interface LeaseRecord {
+  holderIdentity: string;
+  leaseDurationSeconds: number;
+  acquireTime?: string;
+  renewTime?: string;
+  leaseTransitions: number;
+}
+
+interface Observation {
+  record: LeaseRecord;
+  raw: string;
+  /** Monotonic time at which this record was first seen: expiry is judged by it, never by the lease's timestamps. */
+  at: number;
+}
+
+// Marks code running on behalf of an elector's onStoppedLeading, across awaits.
+const insideStoppedLeading = new AsyncLocalStorage<LeaderElector>();
+
+const silent: LeaderElectionLogger = { debug() {}, info() {}, warn() {}, error() {} };
+const now = (): number => performance.now();
+
+export class LeaderElector {
+  readonly identity: string;
+  private readonly options: LeaderElectorOptions;
+  private readonly api: k8s.CoordinationV1Api;
+  private readonly log: LeaderElectionLogger;
+  private readonly leaseDurationMs: number;
+  private readonly renewDeadlineMs: number;
+  private readonly retryPeriodMs: number;
+  private readonly abort = new AbortController();
+
+  private loop?: Promise<void>;
+  private stopping?: Promise<void>;
+  private lease?: k8s.V1Lease;
+  private observed?: Observation;
+  private reportedLeader = '';
+  private leading = false;
+  /** Bumped on every change of leadership, to spot attempts that a step-down overtook. */
+  private term = 0;
+  private deadlineAt = Number.NEGATIVE_INFINITY;
+  private deadlineTimer?: NodeJS.Timeout;
+  private stoppedLeading: Promise<void> = Promise.resolve();
+  private readonly stopFromCallback = Promise.withResolvers<void>();
+
+  constructor(options: LeaderElectorOptions) {
+    this.options = options;
+    this.identity = options.identity ?? defaultIdentity();
+    this.leaseDurationMs = options.leaseDurationMs ?? 15_000;
+    this.renewDeadlineMs = options.renewDeadlineMs ?? 10_000;
+    this.retryPeriodMs = options.retryPeriodMs ?? 2_000;
+    this.log = options.logger ?? silent;
+    this.api = options.kubeConfig.makeApiClient(k8s.CoordinationV1Api);
+    // The same checks as client-go's NewLeaderElector.
+    if (this.identity === '') throw new RangeError('leader election identity must not be empty');
+    if (!(this.retryPeriodMs > 0)) throw new RangeError('retryPeriodMs must be positive');
+    if (!(this.leaseDurationMs >= 1000) || this.leaseDurationMs % 1000 !== 0) {
+      throw new RangeError('leaseDurationMs must be a whole number of seconds, at least 1000');
+    }
+    if (!(this.leaseDurationMs > this.renewDeadlineMs)) {
+      throw new RangeError('leaseDurationMs must be greater than renewDeadlineMs');
+    }
+    if (!(this.renewDeadlineMs > JITTER_FACTOR * this.retryPeriodMs)) {
+      throw new RangeError(`renewDeadlineMs must be greater than ${JITTER_FACTOR} * retryPeriodMs`);
+    }
+  }
+
+  /** True while this process holds the lease and its renew deadline has not passed. */
+  isLeader(): boolean {
+    // Also checks the clock, in case a blocked event loop delays the deadline timer.
+    return this.leading && now() < this.deadlineAt;
+  }
+
+  /** Starts the election loop; resolves once it runs, not once leading. Not restartable after stop(). */
+  async start(): Promise<void> {
+    if (this.loop || this.stopping) throw new Error('leader elector already started or stopped');
+    this.log.info({ lease: this.describe(), identity: this.identity }, 'attempting to acquire leader lease');
+    this.loop = this.run(this.abort.signal).catch((err: unknown) => {
+      this.log.error({ err, lease: this.describe() }, 'leader election loop failed');
+      this.stepDown('the election loop failed');
+    });
+  }
+
+  /**
+   * Stops the loop; if leading, stops leading, awaits onStoppedLeading and then
+   * (unless release is false) releases the lease so a standby takes over at once.
+   * Idempotent; no timer or request outlives the returned promise.
+   */
+  stop(options: StopOptions = {}): Promise<void> {
+    // onStoppedLeading may await stop() (say, to exit on lost leadership); stop() must not wait for it then.
+    if (insideStoppedLeading.getStore() === this) this.stopFromCallback.resolve();
+    if (!this.stopping) {
+      // Assigned before shutdown runs, so a stop() from the callback it triggers gets this same promise.
+      const { promise, resolve } = Promise.withResolvers<void>();
+      this.stopping = promise;
+      resolve(this.shutdown(options.release ?? true));
+    }
+    return this.stopping;
+  }
+
+  private async shutdown(release: boolean): Promise<void> {
+    this.abort.abort(new Error('leader elector stopped'));
+    this.stepDown('stopping');
+    await this.loop;
+    // The old term's work must have ended before a standby can start a new one.
+    await Promise.race([this.stoppedLeading, this.stopFromCallback.promise]);
+    // Checks the server rather than our state: an aborted write may still have made us the holder.
+    if (release && this.loop) await this.release();
+  }
+
+  private async run(signal: AbortSignal): Promise<void> {
+    const stopped = aborted(signal);
+    while (!signal.aborted) {
+      if (this.leading) await this.renewOnce(signal);
+      else await this.acquireOnce(signal);
+      if (signal.aborted) return;
+      if (this.leading) {
+        await this.sleep(this.retryPeriodMs, signal);
+      } else {
+        // Let the old term's work wind down before a new term can start.
+        await Promise.race([this.stoppedLeading, stopped]);
+        await this.sleep(this.retryPeriodMs * (1 + Math.random() * JITTER_FACTOR), signal);
+      }
+    }
+  }
+
+  private async acquireOnce(signal: AbortSignal): Promise<void> {
+    const sentAt = now();
+    const acquired = await this.tryAcquireOrRenew(signal);
+    if (signal.aborted) return;
+    this.maybeReportTransition();
+    if (!acquired) return;
+    if (now() - sentAt >= this.renewDeadlineMs) {
+      // Too slow to count as holding it; the next attempt renews it quickly.
+      this.log.warn({ lease: this.describe() }, 'acquired the lease too late to lead; retrying');
+      return;
+    }
+    this.becomeLeader(sentAt);
+  }
+
+  private async renewOnce(signal: AbortSignal): Promise<void> {
+    const term = this.term;
+    const sentAt = now();
+    const renewed = await this.tryAcquireOrRenew(signal);
+    // A step-down while the request was in flight makes its result stale.
+    if (signal.aborted || term !== this.term) return;
+    this.maybeReportTransition();
+    if (renewed) {
+      this.armDeadline(sentAt);
+      return;
+    }
+    const holder = this.observed?.record.holderIdentity ?? '';
+    if (holder !== '' && holder !== this.identity && this.isLeaseValid()) {
+      this.stepDown(`the lease is held by ${holder}`);
+    }
+    // Otherwise keep retrying until the renew deadline fires.
+  }
+
+  private becomeLeader(sentAt: number): void {
+    this.leading = true;
+    this.term++;
+    this.armDeadline(sentAt);
+    this.log.info({ lease: this.describe(), identity: this.identity }, 'successfully acquired lease');
+    this.notify('onLeadershipChange', () => this.options.onLeadershipChange?.(true));
+    void this.settle('onStartedLeading', () => this.options.onStartedLeading());
+  }
+
+  /** Synchronous so that isLeader() is false before anything else runs. */
+  private stepDown(reason: string): void {
+    if (!this.leading) return;
+    this.leading = false;
+    this.term++;
+    this.deadlineAt = Number.NEGATIVE_INFINITY;
+    clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = undefined;
+    const fields = { lease: this.describe(), identity: this.identity, reason };
+    if (reason === 'stopping') this.log.info(fields, 'stopped leading');
+    else this.log.warn(fields, 'lost leadership');
+    this.notify('onLeadershipChange', () => this.options.onLeadershipChange?.(false));
+    this.stoppedLeading = insideStoppedLeading.run(this, () =>
+      this.settle('onStoppedLeading', () => this.options.onStoppedLeading()),
+    );
+  }
+
+  /** The deadline runs from when the last successful write was sent: others may count from no earlier. */
+  private armDeadline(sentAt: number): void {
+    clearTimeout(this.deadlineTimer);
+    this.deadlineAt = sentAt + this.renewDeadlineMs;
+    const remaining = this.deadlineAt - now();
+    if (remaining <= 0) {
+      this.stepDown('renew deadline exceeded');
+      return;
+    }
+    this.deadlineTimer = setTimeout(() => this.stepDown('renew deadline exceeded'), remaining);
+  }
+
+  /** client-go's tryAcquireOrRenew: true when this process holds the lease after the call. */
+  private async tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
+    const time = new k8s.V1MicroTime();
+    const desired: k8s.V1LeaseSpec = {
+      holderIdentity: this.identity,
+      leaseDurationSeconds: this.leaseDurationMs / 1000,
+      acquireTime: time,
+      renewTime: time,
+      leaseTransitions: 0,
+    };
+
+    // 1. Fast path: the holder updates optimistically from the version it wrote last.
+    const mine = this.observed?.record;
+    if (this.lease && mine?.holderIdentity === this.identity && this.isLeaseValid()) {
+      try {
+        const lease = await this.replace(this.lease, { ...desired, ...kept(mine, time) }, signal);
+        this.observe(lease, true);
+        return true;
+      } catch (err) {
+        if (signal.aborted) return false;
+        this.log.debug({ err: summary(err), lease: this.describe() }, 'optimistic renew failed, falling back');
+      }
+    }
+
+    // 2. Read the lease, or create it.
+    let current: k8s.V1Lease;
+    try {
+      current = await this.request((o) => this.api.readNamespacedLease(this.ref(), o), signal);
+    } catch (err) {
+      if (signal.aborted) return false;
+      if (!isStatus(err, 404)) {
+        this.log.error({ err: summary(err), lease: this.describe() }, 'error retrieving the lease');
+        return false;
+      }
+      try {
+        const body = { metadata: { name: this.options.name, namespace: this.options.namespace }, spec: desired };
+        const lease = await this.request(
+          (o) => this.api.createNamespacedLease({ namespace: this.options.namespace, body }, o),
+          signal,
+        );
+        this.observe(lease, true);
+        return true;
+      } catch (createErr) {
+        if (!signal.aborted) {
+          this.log.info({ err: summary(createErr), lease: this.describe() }, 'could not create the lease');
+        }
+        return false;
+      }
+    }
+
+    // 3. Note when the record last changed, then respect an unexpired holder.
+    this.observe(current, false);
+    const record = toRecord(current);
+    if (record.holderIdentity !== '' && record.holderIdentity !== this.identity && this.isLeaseValid()) {
+      this.log.debug({ lease: this.describe(), holder: record.holderIdentity }, 'lease is held and not yet expired');
+      return false;
+    }
+
+    // 4. Take it over (or renew it), conditional on the version just read.
+    const spec =
+      record.holderIdentity === this.identity
+        ? { ...desired, ...kept(record, time) }
+        : { ...desired, leaseTransitions: record.leaseTransitions + 1 };
+    try {
+      const lease = await this.replace(current, spec, signal);
+      this.observe(lease, true);
+      return true;
+    } catch (err) {
+      if (signal.aborted) return false;
+      if (isStatus(err, 409)) this.log.info({ lease: this.describe() }, 'another candidate updated the lease first');
+      else this.log.error({ err: summary(err), lease: this.describe() }, 'failed to update the lease');
+      return false;
+    }
+  }
+
+  private async release(): Promise<void> {
+    try {
+      const lease = await this.request((o) => this.api.readNamespacedLease(this.ref(), o));
+      if ((lease.spec?.holderIdentity ?? '') !== this.identity) return;
+      const time = new k8s.V1MicroTime();
+      // As client-go's release: no holder and a 1 s duration, keeping the transition count.
+      await this.replace(lease, {
+        holderIdentity: '',
+        leaseDurationSeconds: 1,
+        acquireTime: time,
+        renewTime: time,
+        leaseTransitions: lease.spec?.leaseTransitions ?? 0,
+      });
+      this.log.info({ lease: this.describe(), identity: this.identity }, 'released the lease');
+    } catch (err) {
+      if (!isStatus(err, 404))
+        this.log.warn({ err: summary(err), lease: this.describe() }, 'failed to release the lease');
+    }
+  }
+
+  /** Replaces the spec's election fields, keeping any others; the resourceVersion in lease makes it conditional. */
+  private replace(lease: k8s.V1Lease, spec: k8s.V1LeaseSpec, signal?: AbortSignal): Promise<k8s.V1Lease> {
+    const body: k8s.V1Lease = { ...lease, spec: { ...lease.spec, ...spec } };
+    return this.request((o) => this.api.replaceNamespacedLease({ ...this.ref(), body }, o), signal);
+  }
+
+  /** Bounds every request, and aborts it on stop, so neither a hung call nor its timer outlives stop(). */
+  private async request<T>(
+    send: (options: k8s.ConfigurationOptions) => Promise<T>,
+    stopSignal?: AbortSignal,
+  ): Promise<T> {
+    const controller = new AbortController();
+    // Half the deadline leaves room for one more try before the leader must step down.
+    const timeoutMs = this.renewDeadlineMs / 2;
+    const timer = setTimeout(() => controller.abort(new Error(`request timed out after ${timeoutMs} ms`)), timeoutMs);
+    const onStop = () => controller.abort(stopSignal?.reason);
+    stopSignal?.addEventListener('abort', onStop, { once: true });
+    if (stopSignal?.aborted) onStop();
+    try {
+      return await send(withSignal(controller.signal));
+    } finally {
+      clearTimeout(timer);
+      stopSignal?.removeEventListener('abort', onStop);
+    }
+  }
+
+  /** Keeps the lease for its resourceVersion; restarts the expiry clock when the record changed or we wrote it. */
+  private observe(lease: k8s.V1Lease, wrote: boolean): void {
+    this.lease = lease;
+    const record = toRecord(lease);
+    const raw = JSON.stringify(record);
+    if (wrote || raw !== this.observed?.raw) this.observed = { record, raw, at: now() };
+  }
+
+  private isLeaseValid(): boolean {
+    const o = this.observed;
+    return o !== undefined && o.at + o.record.leaseDurationSeconds * 1000 > now();
+  }
+
+  private maybeReportTransition(): void {
+    const holder = this.observed?.record.holderIdentity ?? '';
+    if (holder === this.reportedLeader) return;
+    this.reportedLeader = holder;
+    if (holder === '') return;
+    this.log.info({ lease: this.describe(), leader: holder }, 'new leader elected');
+    this.notify('onNewLeader', () => this.options.onNewLeader?.(holder));
+  }
+
+  private sleep(ms: number, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      if (signal.aborted) return resolve();
+      const onAbort = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Runs a callback so that neither a throw nor a rejection escapes into the election loop. */
+  private settle(name: string, fn: () => void | Promise<void>): Promise<void> {
+    try {
+      return Promise.resolve(fn()).catch((err: unknown) => this.log.error({ err }, `${name} failed`));
+    } catch (err) {
+      this.log.error({ err }, `${name} failed`);
+      return Promise.resolve();
+    }
+  }
+
+  private notify(name: string, fn: () => void): void {
+    void this.settle(name, fn);
+  }
+
+  private ref(): { name: string; namespace: string } {
+    return { name: this.options.name, namespace: this.options.namespace };
+  }
+
+  private describe(): string {
+    return `${this.options.namespace}/${this.options.name}`;
+  }
+}
+
+/** What a holder keeps when it renews: when it first acquired the lease, and the transition count. */
+function kept(
+  record: LeaseRecord,
+  fallback: k8s.V1MicroTime,
+): Pick<k8s.V1LeaseSpec, 'acquireTime' | 'leaseTransitions'> {
+  return {
+    acquireTime: record.acquireTime ? new k8s.V1MicroTime(record.acquireTime) : fallback,
+    leaseTransitions: record.leaseTransitions,
+  };
+}
+
+function toRecord(lease: k8s.V1Lease): LeaseRecord {
+  const spec = lease.spec;
+  return {
+    holderIdentity: spec?.holderIdentity ?? '',
+    leaseDurationSeconds: spec?.leaseDurationSeconds ?? 0,
+    acquireTime: microTime(spec?.acquireTime),
+    renewTime: microTime(spec?.renewTime),
+    leaseTransitions: spec?.leaseTransitions ?? 0,
+  };
+}
+
+// client-node types MicroTime fields as Dates but hands back the server's strings.
+function microTime(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (value instanceof Date) return new k8s.V1MicroTime(value.getTime()).toISOString();
+  return undefined;
+}
+
+function withSignal(signal: AbortSignal): k8s.ConfigurationOptions {
+  return {
+    middleware: [
+      {
+        pre: (context) => {
+          context.setSignal(signal);
+          return new k8s.Observable(Promise.resolve(context));
+        },
+        post: (response) => new k8s.Observable(Promise.resolve(response)),
+      },
+    ],
+    middlewareMergeStrategy: 'append',
+  };
+}
+
+function aborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+}
+
+function isStatus(err: unknown, code: number): boolean {
+  return err instanceof k8s.ApiException && err.code === code;
+}
+
+// ApiException messages carry the whole response; the code and the Status message say enough.
+function summary(err: unknown): string {
+  if (!(err instanceof k8s.ApiException)) return err instanceof Error ? err.message : String(err);
+  const raw: unknown = err.body;
+  let body = raw;
+  if (typeof raw === 'string') {
+    try {
+      body = JSON.parse(raw);
+    } catch {
+      return `HTTP ${err.code}: ${raw.slice(0, 200)}`;
+    }
+  }
+  const message = typeof body === 'object' && body !== null && 'message' in body ? String(body.message) : '';
+  return `HTTP ${err.code}: ${message}`;
+}

@@ -1,0 +1,163 @@
+// Teal's operator process: config, logger, caches, leader election, workers,
+// the health endpoints, and a graceful stop.
+import { parseArgs } from 'node:util';
+import Fastify from 'fastify';
+import { pino } from 'pino';
+import { z } from 'zod';
+import { AppController } from './controller/app-controller.ts';
+import { loadKubeConfig } from './kube/client.ts';
+import { EventRecorder } from './kube/events.ts';
+import { defaultIdentity, LeaderElector } from './kube/leader-election.ts';
+
+const ConfigSchema = z.strictObject({
+  kubeconfig: z.string().optional(),
+  namespace: z.string().optional().describe('Watch one namespace; all when unset.'),
+  leaderElect: z.boolean(),
+  leaderElectionNamespace: z.string().min(1),
+  leaderElectionId: z.string().min(1),
+  leaseDurationMs: z.int().min(1000),
+  renewDeadlineMs: z.int().min(500),
+  retryPeriodMs: z.int().min(100),
+  concurrency: z.int().min(1).max(64),
+  healthAddr: z.string().regex(/^[^:]+:\d+$/, 'health-addr must be host:port'),
+  logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error']),
+});
+type Config = z.output<typeof ConfigSchema>;
+
+const USAGE = `teal: the Teal operator
+
+  --kubeconfig PATH                 kubeconfig (default: $KUBECONFIG, ~/.kube/config, or in-cluster)
+  --namespace NS                    watch one namespace (default: all)
+  --leader-elect=false              run without leader election (one replica only)
+  --leader-election-namespace NS    namespace of the Lease (default: $POD_NAMESPACE or default)
+  --leader-election-id NAME         name of the Lease (default: teal-controller)
+  --lease-duration 15s --renew-deadline 10s --retry-period 2s
+  --concurrency N                   concurrent reconciles (default: 4)
+  --health-addr HOST:PORT           /healthz and /readyz (default: 127.0.0.1:8081)
+  --log-level LEVEL                 trace|debug|info|warn|error (default: info)`;
+
+const seconds = (v: string | undefined, fallback: number) =>
+  v === undefined ? fallback : Math.round(Number.parseFloat(v) * 1000);
+
+export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      kubeconfig: { type: 'string' },
+      namespace: { type: 'string' },
+      'leader-elect': { type: 'string', default: 'true' },
+      'leader-election-namespace': { type: 'string' },
+      'leader-election-id': { type: 'string', default: 'teal-controller' },
+      'lease-duration': { type: 'string' },
+      'renew-deadline': { type: 'string' },
+      'retry-period': { type: 'string' },
+      concurrency: { type: 'string', default: '4' },
+      'health-addr': { type: 'string', default: '127.0.0.1:8081' },
+      'log-level': { type: 'string', default: env.LOG_LEVEL ?? 'info' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  const result = ConfigSchema.safeParse({
+    kubeconfig: values.kubeconfig,
+    namespace: values.namespace,
+    leaderElect: values['leader-elect'] !== 'false',
+    leaderElectionNamespace: values['leader-election-namespace'] ?? env.POD_NAMESPACE ?? 'default',
+    leaderElectionId: values['leader-election-id'],
+    leaseDurationMs: seconds(values['lease-duration'], 15_000),
+    renewDeadlineMs: seconds(values['renew-deadline'], 10_000),
+    retryPeriodMs: seconds(values['retry-period'], 2_000),
+    concurrency: Number(values.concurrency),
+    healthAddr: values['health-addr'],
+    logLevel: values['log-level'],
+  });
+  if (!result.success) {
+    throw new Error(result.error.issues.map((i) => `--${String(i.path[0])}: ${i.message}`).join('\n'));
+  }
+  return result.data;
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = parseConfig(process.argv.slice(2), process.env);
+  } catch (err) {
+    console.error(`teal: ${err instanceof Error ? err.message : String(err)}\n\n${USAGE}`);
+    process.exit(2);
+  }
+  const log = pino({ level: config.logLevel, base: { component: 'teal' } });
+  const kubeConfig = loadKubeConfig(config.kubeconfig);
+  const identity = defaultIdentity();
+  let shuttingDown = false;
+  let elector: LeaderElector | undefined;
+
+  const controller = new AppController({
+    kubeConfig,
+    ...(config.namespace ? { namespace: config.namespace } : {}),
+    concurrency: config.concurrency,
+    recorder: new EventRecorder(kubeConfig, identity, log),
+    logger: log,
+    canWrite: () => !shuttingDown && (elector ? elector.isLeader() : true),
+  });
+
+  // Request logs are noise for probes; warnings and errors still show.
+  const server = Fastify({ loggerInstance: log.child({ component: 'http' }, { level: 'warn' }) });
+  server.get('/healthz', async () => ({ status: 'ok' }));
+  server.get('/readyz', async (_req, reply) => {
+    const ready = !shuttingDown && controller.hasSynced();
+    return reply
+      .code(ready ? 200 : 503)
+      .send({ status: ready ? 'ready' : 'not ready', leader: elector?.isLeader() ?? true });
+  });
+  const [host, port] = config.healthAddr.split(':');
+  await server.listen({ host, port: Number(port) });
+
+  const stop = async (code: number) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    log.info('stopping: readiness off, draining reconciles, releasing the lease');
+    await controller.stopWorkers();
+    await elector?.stop({ release: true });
+    controller.stopCaches();
+    await server.close();
+    process.exit(code);
+  };
+  process.once('SIGTERM', () => void stop(0));
+  process.once('SIGINT', () => void stop(0));
+
+  log.info({ identity, namespace: config.namespace ?? '(all)' }, 'starting caches');
+  await controller.startCaches();
+  log.info('caches synced');
+
+  if (!config.leaderElect) {
+    controller.startWorkers();
+    return;
+  }
+  elector = new LeaderElector({
+    kubeConfig,
+    namespace: config.leaderElectionNamespace,
+    name: config.leaderElectionId,
+    identity,
+    leaseDurationMs: config.leaseDurationMs,
+    renewDeadlineMs: config.renewDeadlineMs,
+    retryPeriodMs: config.retryPeriodMs,
+    logger: log.child({ component: 'leader-election' }),
+    onStartedLeading: () => {
+      log.info({ identity }, 'became leader: reconciling');
+      controller.startWorkers();
+    },
+    onStoppedLeading: () => {
+      if (shuttingDown) return;
+      // As controller-runtime does: a replica that lost the lease exits and starts afresh.
+      log.error({ identity }, 'lost the lease: stopping');
+      void stop(1);
+    },
+  });
+  await elector.start();
+}
+
+await main();

@@ -1,0 +1,15 @@
+import type { App } from '../app/schema.ts';
+import { podTemplateHash } from './hash.ts';
+import type { Revision } from './replicaset.ts';
+
+/**
+ * The revision the spec asks for: the named image, or the digest of the
+ * latest successful build. Undefined until there is an image to run.
+ */
+export function targetRevision(app: App): Revision | undefined {
+  const build = app.status?.build;
+  const image = app.spec.image ?? (build?.phase === 'Succeeded' ? build.image : undefined);
+  if (!image) return undefined;
+  const commit = app.spec.image ? undefined : build?.commit;
+  return { hash: podTemplateHash(image, app.spec.template), image, ...(commit ? { commit } : {}) };
+}

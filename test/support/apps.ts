@@ -1,0 +1,177 @@
+// Test helpers for Apps on the real control plane.
+import { randomUUID } from 'node:crypto';
+import { type V1ReplicaSet, Watch } from '@kubernetes/client-node';
+import type { Action } from '../../src/app/intents.ts';
+import { intentAnnotation } from '../../src/app/intents.ts';
+import { type AppInput, type AppStatus, GROUP, PLURAL, VERSION } from '../../src/app/schema.ts';
+import { LABEL_APP, LABEL_HASH } from '../../src/rollout/labels.ts';
+import { clients, kubeConfig, kubectl, waitFor } from './kube.ts';
+
+const { custom, apps, core, discovery } = clients();
+
+export interface StoredApp {
+  metadata: { name: string; namespace: string; resourceVersion: string; generation: number; uid: string };
+  spec: Record<string, unknown>;
+  status?: AppStatus;
+}
+
+export async function createApp(namespace: string, body: AppInput): Promise<StoredApp> {
+  return (await custom.createNamespacedCustomObject({
+    group: GROUP,
+    version: VERSION,
+    namespace,
+    plural: PLURAL,
+    body,
+  })) as StoredApp;
+}
+
+export async function getApp(namespace: string, name: string): Promise<StoredApp> {
+  return (await custom.getNamespacedCustomObject({
+    group: GROUP,
+    version: VERSION,
+    namespace,
+    plural: PLURAL,
+    name,
+  })) as StoredApp;
+}
+
+/** A JSON merge patch of the spec, as `kubectl patch --type merge` does. */
+export async function patchSpec(namespace: string, name: string, spec: Record<string, unknown>): Promise<void> {
+  const { code, stderr } = await kubectl([
+    'patch',
+    `apps.${GROUP}`,
+    name,
+    '-n',
+    namespace,
+    '--type',
+    'merge',
+    '-p',
+    JSON.stringify({ spec }),
+  ]);
+  if (code !== 0) throw new Error(stderr);
+}
+
+/** Records an action the way the API and CLI do: an intent annotation. */
+export async function intent(
+  namespace: string,
+  name: string,
+  action: Action,
+  extra: Record<string, unknown> = {},
+): Promise<string> {
+  const id = randomUUID();
+  const value = JSON.stringify({ id, by: 'e2e', via: 'kubectl', at: new Date().toISOString(), ...extra });
+  const { code, stderr } = await kubectl([
+    'annotate',
+    '--overwrite',
+    `apps.${GROUP}`,
+    name,
+    '-n',
+    namespace,
+    `${intentAnnotation(action)}=${value}`,
+  ]);
+  if (code !== 0) throw new Error(stderr);
+  return id;
+}
+
+export async function waitForApp(
+  namespace: string,
+  name: string,
+  what: string,
+  check: (app: StoredApp) => boolean,
+  timeoutMs = 30_000,
+): Promise<StoredApp> {
+  return waitFor(
+    `${namespace}/${name}: ${what}`,
+    async () => {
+      const app = await getApp(namespace, name);
+      return check(app) ? app : undefined;
+    },
+    { timeoutMs },
+  );
+}
+
+export const phase = (p: string) => (app: StoredApp) =>
+  app.status?.phase === p && app.status.observedGeneration === app.metadata.generation;
+
+export async function selectorHash(namespace: string, service: string): Promise<string | undefined> {
+  const svc = await core.readNamespacedService({ namespace, name: service });
+  return svc.spec?.selector?.[LABEL_HASH];
+}
+
+/** Revisions of different Apps may share a hash: always select by App too. */
+const revisionSelector = (app: string, hash: string) => `${LABEL_APP}=${app},${LABEL_HASH}=${hash}`;
+
+export async function replicaSetOf(namespace: string, app: string, hash: string): Promise<V1ReplicaSet | undefined> {
+  const list = await apps.listNamespacedReplicaSet({ namespace, labelSelector: revisionSelector(app, hash) });
+  return list.items[0];
+}
+
+export async function replicaSetsOf(namespace: string, app: string): Promise<V1ReplicaSet[]> {
+  return (await apps.listNamespacedReplicaSet({ namespace, labelSelector: `teal.dev/app=${app}` })).items;
+}
+
+/** Ready endpoint addresses behind a Service, from its EndpointSlices. */
+export async function readyEndpoints(namespace: string, service: string): Promise<string[]> {
+  const slices = await discovery.listNamespacedEndpointSlice({
+    namespace,
+    labelSelector: `kubernetes.io/service-name=${service}`,
+  });
+  return slices.items
+    .flatMap((s) => s.endpoints ?? [])
+    .filter((e) => e.conditions?.ready)
+    .flatMap((e) => e.addresses)
+    .sort();
+}
+
+export async function podIPs(namespace: string, app: string, hash: string): Promise<string[]> {
+  const pods = await core.listNamespacedPod({ namespace, labelSelector: revisionSelector(app, hash) });
+  return pods.items
+    .map((p) => p.status?.podIP ?? '')
+    .filter(Boolean)
+    .sort();
+}
+
+export const fullyAvailable = (rs: V1ReplicaSet | undefined): boolean => {
+  const want = rs?.spec?.replicas ?? -1;
+  return (
+    rs !== undefined &&
+    (rs.status?.observedGeneration ?? 0) >= (rs.metadata?.generation ?? 0) &&
+    (rs.status?.replicas ?? 0) === want &&
+    (rs.status?.availableReplicas ?? 0) === want
+  );
+};
+
+/**
+ * Invariant 1, checked at every change of an active Service in a namespace:
+ * the selector never points at a ReplicaSet that is not fully available.
+ */
+export async function watchActiveServices(
+  namespace: string,
+): Promise<{ violations: string[]; checks: () => number; stop: () => void }> {
+  const violations: string[] = [];
+  let checks = 0;
+  const seen = new Map<string, string>();
+  const watch = new Watch(kubeConfig());
+  const controller = await watch.watch(
+    `/api/v1/namespaces/${namespace}/services`,
+    { labelSelector: 'teal.dev/role=active' },
+    (type, obj: { metadata?: { name?: string }; spec?: { selector?: Record<string, string> } }) => {
+      if (type !== 'ADDED' && type !== 'MODIFIED') return;
+      const name = obj.metadata?.name ?? '';
+      const app = obj.spec?.selector?.[LABEL_APP] ?? '';
+      const hash = obj.spec?.selector?.[LABEL_HASH];
+      if (!hash || hash === 'none' || seen.get(name) === hash) return;
+      seen.set(name, hash);
+      checks += 1;
+      void replicaSetOf(namespace, app, hash).then((rs) => {
+        if (!fullyAvailable(rs)) {
+          violations.push(
+            `${name} switched to ${hash} while its ReplicaSet was ${JSON.stringify(rs?.status)} of ${rs?.spec?.replicas}`,
+          );
+        }
+      });
+    },
+    () => {},
+  );
+  return { violations, checks: () => checks, stop: () => controller.abort() };
+}

@@ -1,0 +1,98 @@
+// Runs the operator as a real child process, so a test can kill -9 it.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { inject } from 'vitest';
+import { waitFor } from './kube.ts';
+
+const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
+
+export interface Operator {
+  process: ChildProcess;
+  healthPort: number;
+  logs: () => string;
+  /** SIGKILL, no goodbye. */
+  kill: () => Promise<void>;
+  /** SIGTERM and wait for exit. */
+  stop: () => Promise<number | null>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface OperatorOptions {
+  namespace: string;
+  /** Short lease timings keep handover tests quick; the defaults are client-go's. */
+  lease?: { duration: string; renew: string; retry: string };
+  extraArgs?: string[];
+}
+
+export async function startOperator(options: OperatorOptions): Promise<Operator> {
+  const healthPort = await freePort();
+  const lease = options.lease ?? { duration: '4', renew: '3', retry: '0.5' };
+  const args = [
+    MAIN,
+    '--kubeconfig',
+    inject('kubeconfig'),
+    '--namespace',
+    options.namespace,
+    '--leader-election-namespace',
+    options.namespace,
+    '--lease-duration',
+    lease.duration,
+    '--renew-deadline',
+    lease.renew,
+    '--retry-period',
+    lease.retry,
+    '--health-addr',
+    `127.0.0.1:${healthPort}`,
+    '--log-level',
+    'debug',
+    ...(options.extraArgs ?? []),
+  ];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // Also on disk, to read after a failed run: $TMPDIR/teal-e2e-<namespace>.log
+  const logFile = join(tmpdir(), `teal-e2e-${options.namespace}.log`);
+  let output = '';
+  const collect = (c: Buffer) => {
+    output += c.toString();
+    appendFileSync(logFile, c);
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  await waitFor(
+    'the operator to be ready',
+    async () => {
+      if (child.exitCode !== null) throw new Error(`operator exited (${child.exitCode}):\n${output}`);
+      const res = await fetch(`http://127.0.0.1:${healthPort}/readyz`);
+      return res.ok ? true : undefined;
+    },
+    { timeoutMs: 30_000 },
+  );
+  return {
+    process: child,
+    healthPort,
+    logs: () => output,
+    kill: async () => {
+      child.kill('SIGKILL');
+      await exited;
+    },
+    stop: async () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
