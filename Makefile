@@ -32,6 +32,10 @@ lint: deps ## Lint, format check and typecheck
 test: deps binaries lint ## Run the whole test suite on a local control plane
 	npm test
 
+.PHONY: bench
+bench: deps binaries ## Measure promote-to-switch latency and operator memory (bench/)
+	npm run -s bench
+
 .PHONY: dev
 dev: deps binaries ## Run a local control plane with the App CRD installed (Ctrl-C stops it)
 	npm run -s cluster -- up

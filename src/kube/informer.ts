@@ -536,43 +536,39 @@ export class Informer<T extends KubeObjectLike> {
     await this.kc.applySecurityAuthentication(ctx);
     const dispatcher = ctx.getDispatcher();
     this.counters.lists++;
-    try {
-      const res = await fetch(url, { method: 'GET', headers: ctx.getHeaders(), dispatcher, signal });
-      if (res.status !== 200) {
-        const text = await res.text().catch(() => '');
-        let message = text || res.statusText;
-        try {
-          const status: unknown = JSON.parse(text);
-          if (isRecord(status) && typeof status.message === 'string') message = status.message;
-        } catch {
-          // Not a Status object: keep the text.
-        }
-        const retryAfter = res.status === 429 ? parseRetryAfter(res.headers.get('retry-after')) : undefined;
-        throw new HttpError(res.status, `list ${this.path}: ${res.status} ${message}`, retryAfter);
+    // The dispatcher belongs to the KubeConfig (one shared agent, see kube/client.ts): never close it here.
+    const res = await fetch(url, { method: 'GET', headers: ctx.getHeaders(), dispatcher, signal });
+    if (res.status !== 200) {
+      const text = await res.text().catch(() => '');
+      let message = text || res.statusText;
+      try {
+        const status: unknown = JSON.parse(text);
+        if (isRecord(status) && typeof status.message === 'string') message = status.message;
+      } catch {
+        // Not a Status object: keep the text.
       }
-      const body: unknown = await res.json();
-      if (!isRecord(body) || !Array.isArray(body.items)) throw new Error(`list ${this.path}: not a list`);
-      const meta = isRecord(body.metadata) ? body.metadata : {};
-      // List items come without kind and apiVersion; watch objects have them. Keep one shape.
-      const kind = typeof body.kind === 'string' ? body.kind.replace(/List$/, '') : undefined;
-      const apiVersion = typeof body.apiVersion === 'string' ? body.apiVersion : undefined;
-      const items: RawObject[] = [];
-      for (const item of body.items) {
-        if (!isRecord(item)) continue;
-        const raw: RawObject = item;
-        if (raw.kind === undefined && kind) raw.kind = kind;
-        if (raw.apiVersion === undefined && apiVersion) raw.apiVersion = apiVersion;
-        items.push(raw);
-      }
-      return {
-        items,
-        resourceVersion: typeof meta.resourceVersion === 'string' ? meta.resourceVersion : undefined,
-        continueToken: typeof meta.continue === 'string' && meta.continue !== '' ? meta.continue : undefined,
-      };
-    } finally {
-      // client-node makes a new agent per request; close it so no socket outlives the list.
-      dispatcher?.close().catch(() => {});
+      const retryAfter = res.status === 429 ? parseRetryAfter(res.headers.get('retry-after')) : undefined;
+      throw new HttpError(res.status, `list ${this.path}: ${res.status} ${message}`, retryAfter);
     }
+    const body: unknown = await res.json();
+    if (!isRecord(body) || !Array.isArray(body.items)) throw new Error(`list ${this.path}: not a list`);
+    const meta = isRecord(body.metadata) ? body.metadata : {};
+    // List items come without kind and apiVersion; watch objects have them. Keep one shape.
+    const kind = typeof body.kind === 'string' ? body.kind.replace(/List$/, '') : undefined;
+    const apiVersion = typeof body.apiVersion === 'string' ? body.apiVersion : undefined;
+    const items: RawObject[] = [];
+    for (const item of body.items) {
+      if (!isRecord(item)) continue;
+      const raw: RawObject = item;
+      if (raw.kind === undefined && kind) raw.kind = kind;
+      if (raw.apiVersion === undefined && apiVersion) raw.apiVersion = apiVersion;
+      items.push(raw);
+    }
+    return {
+      items,
+      resourceVersion: typeof meta.resourceVersion === 'string' ? meta.resourceVersion : undefined,
+      continueToken: typeof meta.continue === 'string' && meta.continue !== '' ? meta.continue : undefined,
+    };
   }
 
   /** One watch request, from the last resourceVersion; resolves when it ends for any reason. */
