@@ -35,8 +35,10 @@ export interface PlanInput {
   /** The revision the spec asks for (its image, or the latest built digest); undefined while unknown. */
   target: Revision | undefined;
   intents: readonly Intent[];
-  /** A build is running for a newer commit (#4): phase Building unless something else says more. */
+  /** A build of the current commit is running: phase Building unless something else says more. */
   building?: boolean;
+  /** The build of the current commit failed: Degraded, while active keeps serving. */
+  buildFailure?: string;
 }
 
 export interface Plan {
@@ -220,7 +222,6 @@ function rollout(p: Planner): void {
     } else {
       message = `revision ${activeRS.revision} is active`;
     }
-    if (input.building) phase = phase === 'Healthy' ? 'Building' : phase;
   } else if (status.abort?.podTemplateHash === desired.hash) {
     const rs = byHash.get(desired.hash);
     if (rs && rs.specReplicas > 0) scaleDownLater(p, rs, bg.abortScaleDownDelaySeconds);
@@ -334,6 +335,13 @@ function rollout(p: Planner): void {
   if (deadline && phase !== 'Degraded') {
     phase = 'Degraded';
     message = status.conditions?.find((c) => c.type === 'ProgressDeadlineExceeded')?.message ?? message;
+  }
+  if (input.buildFailure && phase !== 'Degraded') {
+    phase = 'Degraded';
+    message = `build failed: ${input.buildFailure}${status.active ? `; revision ${status.active.revision} keeps serving` : ''}`;
+  } else if (input.building && phase === 'Healthy') {
+    phase = 'Building';
+    message = `building ${status.build?.commit?.slice(0, 12) ?? 'a new commit'}; ${message}`;
   }
   const promoted = desired !== undefined && status.active?.podTemplateHash === desired.hash;
   condition(

@@ -1,0 +1,195 @@
+// Build Jobs: one per (App, commit), with a deterministic name so a commit is
+// built at most once. User input reaches the build container only as
+// environment variables or exec arguments, never through a shell.
+import { createHash } from 'node:crypto';
+import { parseDuration } from '../app/duration.ts';
+import type { App } from '../app/schema.ts';
+import { LABEL_APP, LABEL_MANAGED_BY, MANAGED_BY } from '../rollout/labels.ts';
+import { ownerReference } from '../rollout/owner.ts';
+
+export const LABEL_BUILD = 'teal.dev/build';
+export const LABEL_COMMIT = 'teal.dev/commit';
+export const ANN_TARGET_IMAGE = 'teal.dev/target-image';
+
+export interface BuildImages {
+  buildkit: string;
+  kaniko: string;
+}
+
+export const DEFAULT_BUILD_IMAGES: BuildImages = {
+  buildkit: 'moby/buildkit:v0.26.2-rootless',
+  kaniko: 'gcr.io/kaniko-project/executor:v1.23.2',
+};
+
+export interface BuildInput {
+  app: App;
+  commit: string;
+  /** The full ref the commit was resolved from, e.g. refs/heads/main (kaniko's git context needs it). */
+  ref: string;
+  /** The Secret keys the git credentials Secret holds, to mount only what exists. */
+  gitSecretKeys?: readonly string[];
+  images: BuildImages;
+}
+
+/** Deterministic, a DNS-1123 label of at most 63 characters (Jobs label their pods with it). */
+export function buildJobName(app: App, commit: string): string {
+  const name = app.metadata.name;
+  const prefix =
+    name.length <= 40 ? name : `${name.slice(0, 33)}-${createHash('sha256').update(name).digest('hex').slice(0, 6)}`;
+  return `${prefix}-build-${commit.slice(0, 12)}`;
+}
+
+export function targetImage(app: App, commit: string): string {
+  return `${app.spec.build?.image ?? ''}:${commit}`;
+}
+
+/** The git URL a build engine fetches, with the commit and the sub-directory. */
+function buildkitContext(url: string, commit: string, path: string): string {
+  const sub = path === '.' || path === '' ? '' : `:${path.replace(/^\.\//, '')}`;
+  return `${url}#${commit}${sub}`;
+}
+
+function kanikoContext(url: string, ref: string, commit: string): string {
+  // kaniko takes git://host/path#ref#commit and fetches over HTTPS.
+  return `${url.replace(/^https:\/\//, 'git://')}#${ref}#${commit}`;
+}
+
+const secretEnv = (name: string, secret: string, key: string) => ({
+  name,
+  valueFrom: { secretKeyRef: { name: secret, key, optional: true } },
+});
+
+export function buildJobManifest(input: BuildInput) {
+  const { app, commit, ref, images } = input;
+  const build = app.spec.build;
+  const git = app.spec.source?.git;
+  if (!build || !git) throw new Error('buildJobManifest needs spec.source and spec.build');
+  const name = buildJobName(app, commit);
+  const image = targetImage(app, commit);
+  const labels = {
+    [LABEL_APP]: app.metadata.name,
+    [LABEL_BUILD]: commit.slice(0, 12),
+    [LABEL_COMMIT]: commit,
+    [LABEL_MANAGED_BY]: MANAGED_BY,
+  };
+  const volumes: object[] = [];
+  const mounts: object[] = [];
+  const gitSecret = git.secretRef?.name;
+  const keys = new Set(input.gitSecretKeys ?? []);
+  // The description of the build, for `kubectl describe` and the build script; no secret here.
+  const describe = [
+    { name: 'TEAL_COMMIT', value: commit },
+    { name: 'TEAL_IMAGE', value: image },
+    { name: 'TEAL_DOCKERFILE', value: build.dockerfile },
+  ];
+  let container: object;
+  if (build.engine === 'kaniko') {
+    if (build.pushSecretRef) {
+      volumes.push({
+        name: 'registry',
+        secret: { secretName: build.pushSecretRef.name, items: [{ key: '.dockerconfigjson', path: 'config.json' }] },
+      });
+      mounts.push({ name: 'registry', mountPath: '/kaniko/.docker', readOnly: true });
+    }
+    container = {
+      name: 'build',
+      image: images.kaniko,
+      args: [
+        `--context=${kanikoContext(git.url, ref, commit)}`,
+        `--context-sub-path=${git.path}`,
+        `--dockerfile=${build.dockerfile}`,
+        `--destination=${image}`,
+        '--digest-file=/dev/termination-log',
+      ],
+      env: [
+        ...describe,
+        ...(gitSecret
+          ? [secretEnv('GIT_USERNAME', gitSecret, 'username'), secretEnv('GIT_PASSWORD', gitSecret, 'password')]
+          : []),
+      ],
+      volumeMounts: mounts,
+      terminationMessagePolicy: 'FallbackToLogsOnError',
+    };
+  } else {
+    if (build.pushSecretRef) {
+      volumes.push({
+        name: 'registry',
+        secret: { secretName: build.pushSecretRef.name, items: [{ key: '.dockerconfigjson', path: 'config.json' }] },
+      });
+      mounts.push({ name: 'registry', mountPath: '/home/user/.docker', readOnly: true });
+    }
+    const sshKey = gitSecret && keys.has('identity');
+    if (sshKey) {
+      volumes.push({
+        name: 'git-ssh',
+        secret: {
+          secretName: gitSecret,
+          defaultMode: 0o400,
+          items: [
+            { key: 'identity', path: 'identity' },
+            { key: 'known_hosts', path: 'known_hosts' },
+          ],
+        },
+      });
+      mounts.push({ name: 'git-ssh', mountPath: '/home/user/.ssh', readOnly: true });
+    }
+    // A fixed script: every value comes from the environment, quoted, so nothing user-given is parsed by the shell.
+    const script = [
+      'set -eu',
+      'set -- --frontend dockerfile.v0 --opt "context=$TEAL_CONTEXT" --opt "filename=$TEAL_DOCKERFILE"',
+      'set -- "$@" --output "type=image,name=$TEAL_IMAGE,push=true" --metadata-file /tmp/metadata.json',
+      '[ -n "${GIT_AUTH_TOKEN:-}" ] && set -- "$@" --secret "id=GIT_AUTH_TOKEN,env=GIT_AUTH_TOKEN"',
+      '[ -f /home/user/.ssh/identity ] && set -- "$@" --ssh default=/home/user/.ssh/identity',
+      'buildctl-daemonless.sh build "$@"',
+      `sed -n 's/.*"containerimage.digest": *"\\(sha256:[0-9a-f]*\\)".*/\\1/p' /tmp/metadata.json > /dev/termination-log`,
+    ].join('\n');
+    container = {
+      name: 'build',
+      image: images.buildkit,
+      command: ['sh', '-c', script],
+      env: [
+        ...describe,
+        { name: 'TEAL_CONTEXT', value: buildkitContext(git.url, commit, git.path) },
+        { name: 'BUILDKITD_FLAGS', value: '--oci-worker-no-process-sandbox' },
+        { name: 'DOCKER_CONFIG', value: '/home/user/.docker' },
+        ...(gitSecret && !sshKey ? [secretEnv('GIT_AUTH_TOKEN', gitSecret, 'password')] : []),
+      ],
+      securityContext: {
+        runAsUser: 1000,
+        runAsGroup: 1000,
+        seccompProfile: { type: 'Unconfined' },
+        appArmorProfile: { type: 'Unconfined' },
+      },
+      volumeMounts: [...mounts, { name: 'buildkitd', mountPath: '/home/user/.local/share/buildkit' }],
+      terminationMessagePolicy: 'FallbackToLogsOnError',
+    };
+    volumes.push({ name: 'buildkitd', emptyDir: {} });
+  }
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: {
+      name,
+      namespace: app.metadata.namespace,
+      labels,
+      annotations: { [ANN_TARGET_IMAGE]: image, 'teal.dev/ref': ref },
+      ownerReferences: [ownerReference(app)],
+    },
+    spec: {
+      backoffLimit: 0,
+      activeDeadlineSeconds: Math.max(1, Math.round(parseDuration(build.timeout) / 1000)),
+      template: {
+        metadata: { labels },
+        spec: {
+          restartPolicy: 'Never',
+          automountServiceAccountToken: false,
+          enableServiceLinks: false,
+          containers: [container],
+          volumes,
+        },
+      },
+    },
+  };
+}
+
+export type BuildJobManifest = ReturnType<typeof buildJobManifest>;

@@ -1,0 +1,129 @@
+// What to do about builds, as a pure function of the App, its resolved
+// source and the build Jobs seen: create the one for the current commit,
+// supersede running older ones, keep a short history, and report status.
+import type { App, AppStatus } from '../app/schema.ts';
+import { type BuildImages, type BuildJobManifest, buildJobManifest } from './job.ts';
+
+export interface ObservedJob {
+  namespace: string;
+  name: string;
+  resourceVersion: string;
+  app: string;
+  commit: string;
+  createdAt: string;
+  startTime?: string;
+  completionTime?: string;
+  /** Complete or Failed, from the Job's conditions. */
+  outcome?: 'Complete' | 'Failed';
+  failureMessage?: string;
+  active: number;
+  deleting: boolean;
+}
+
+export interface ObservedBuildPod {
+  namespace: string;
+  name: string;
+  resourceVersion: string;
+  job: string;
+  phase: string;
+  /** The build container's termination message: the digest, or the last log lines on error. */
+  message?: string;
+  exitCode?: number;
+}
+
+export type BuildAction =
+  | { kind: 'createJob'; manifest: BuildJobManifest }
+  | { kind: 'deleteJob'; name: string; why: string };
+
+export interface BuildPlan {
+  actions: BuildAction[];
+  build: AppStatus['build'];
+  /** A build of the current commit is under way. */
+  running: boolean;
+  /** Why the current commit has no image, when its build failed. */
+  failure?: string;
+}
+
+/** Finished build Jobs kept per App, for their logs. */
+export const BUILD_HISTORY = 3;
+
+const DIGEST = /^sha256:[0-9a-f]{64}$/;
+
+export interface BuildPlanInput {
+  app: App;
+  jobs: readonly ObservedJob[];
+  pods: readonly ObservedBuildPod[];
+  images: BuildImages;
+  gitSecretKeys?: readonly string[];
+}
+
+export function planBuild(input: BuildPlanInput): BuildPlan {
+  const { app, jobs, pods } = input;
+  const source = app.status?.source;
+  const actions: BuildAction[] = [];
+  if (!app.spec.build || !source) return { actions, build: app.status?.build, running: false };
+  const commit = source.commit;
+  const live = jobs.filter((j) => !j.deleting);
+  const current = live.find((j) => j.commit === commit);
+
+  // A newer commit supersedes a running older build.
+  for (const job of live) {
+    if (job.commit !== commit && job.outcome === undefined) {
+      actions.push({ kind: 'deleteJob', name: job.name, why: `superseded by ${commit.slice(0, 12)}` });
+    }
+  }
+  const finished = live
+    .filter((j) => j.commit !== commit && j.outcome !== undefined)
+    .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+  for (const job of finished.slice(BUILD_HISTORY))
+    actions.push({ kind: 'deleteJob', name: job.name, why: 'build history limit' });
+
+  if (!current) {
+    const manifest = buildJobManifest({
+      app,
+      commit,
+      ref: source.ref,
+      images: input.images,
+      ...(input.gitSecretKeys ? { gitSecretKeys: input.gitSecretKeys } : {}),
+    });
+    actions.push({ kind: 'createJob', manifest });
+    return {
+      actions,
+      build: { commit, job: manifest.metadata.name, phase: 'Pending' },
+      running: true,
+    };
+  }
+
+  const pod = pods.find((p) => p.job === current.name);
+  const base = {
+    commit,
+    job: current.name,
+    ...(current.startTime ? { startedAt: current.startTime } : {}),
+    ...(current.completionTime ? { finishedAt: current.completionTime } : {}),
+  };
+  if (current.outcome === 'Complete') {
+    const digest = pod?.message?.trim();
+    if (digest && DIGEST.test(digest)) {
+      return {
+        actions,
+        build: { ...base, phase: 'Succeeded', image: `${app.spec.build.image}@${digest}` },
+        running: false,
+      };
+    }
+    const failure = 'the build finished without an image digest in its termination message';
+    return { actions, build: { ...base, phase: 'Failed', message: failure }, running: false, failure };
+  }
+  if (current.outcome === 'Failed') {
+    const logs = lastLines(pod?.message ?? '');
+    const failure = [current.failureMessage, logs].filter(Boolean).join(': ') || 'the build Job failed';
+    return { actions, build: { ...base, phase: 'Failed', message: failure }, running: false, failure };
+  }
+  const phase = pod?.phase === 'Running' ? 'Running' : 'Pending';
+  return { actions, build: { ...base, phase }, running: true };
+}
+
+/** The tail of a build log for status: a few lines, bounded. */
+export function lastLines(text: string, lines = 10, max = 1024): string {
+  const tail = text.trimEnd().split('\n').slice(-lines).join('\n');
+  return tail.length > max ? tail.slice(-max) : tail;
+}

@@ -1,0 +1,205 @@
+import { describe, expect, it } from 'vitest';
+import type { App } from '../../src/app/schema.ts';
+import { validateApp } from '../../src/app/validate.ts';
+import { buildJobManifest, buildJobName, DEFAULT_BUILD_IMAGES } from '../../src/build/job.ts';
+import { BUILD_HISTORY, type ObservedJob, planBuild } from '../../src/build/plan.ts';
+import { gitApp } from '../fixtures/apps.ts';
+
+const C1 = 'a'.repeat(40);
+const C2 = 'b'.repeat(40);
+const DIGEST = `sha256:${'c'.repeat(64)}`;
+
+function app(commit = C1, edit: (a: ReturnType<typeof gitApp>) => void = () => {}): App {
+  const input = gitApp('weather');
+  input.metadata = { name: 'weather', namespace: 'ns', uid: 'u1', generation: 1 };
+  edit(input);
+  const result = validateApp(input);
+  if (!result.ok) throw new Error(result.errors.join('\n'));
+  return {
+    ...result.app,
+    status: {
+      source: {
+        ref: 'refs/heads/feature/new-ui',
+        commit,
+        shortCommit: commit.slice(0, 7),
+        revision: `feature/new-ui@sha1:${commit}`,
+        resolvedAt: '2026-11-21T10:00:00Z',
+      },
+    },
+  };
+}
+
+function job(commit: string, extra: Partial<ObservedJob> = {}): ObservedJob {
+  return {
+    namespace: 'ns',
+    name: buildJobName(app(commit), commit),
+    resourceVersion: '1',
+    app: 'weather',
+    commit,
+    createdAt: '2026-11-21T10:00:00Z',
+    active: 1,
+    deleting: false,
+    ...extra,
+  };
+}
+
+const images = DEFAULT_BUILD_IMAGES;
+
+describe('build Jobs', () => {
+  it('have a deterministic name per App and commit, a DNS label of at most 63 characters', () => {
+    const a = app();
+    expect(buildJobName(a, C1)).toBe(buildJobName(a, C1));
+    expect(buildJobName(a, C1)).not.toBe(buildJobName(a, C2));
+    const long = app(C1, (x) => {
+      x.metadata.name = `w${'x'.repeat(54)}`;
+    });
+    const name = buildJobName(long, C1);
+    expect(name.length).toBeLessThanOrEqual(63);
+    expect(name).toMatch(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
+  });
+
+  it('buildkit: user input only in env values, no secret in the spec, digest to the termination log', () => {
+    const manifest = buildJobManifest({ app: app(), commit: C1, ref: 'refs/heads/feature/new-ui', images });
+    const json = JSON.stringify(manifest);
+    expect(manifest.spec.backoffLimit).toBe(0);
+    expect(manifest.spec.activeDeadlineSeconds).toBe(900);
+    const container = manifest.spec.template.spec.containers[0] as {
+      command: string[];
+      env: { name: string; value?: string; valueFrom?: unknown }[];
+    };
+    expect(container.command[0]).toBe('sh');
+    // The script is fixed: no App value is spliced into it.
+    expect(container.command[2]).not.toContain('git.example.com');
+    expect(container.command[2]).toContain('/dev/termination-log');
+    const env = Object.fromEntries(container.env.map((e) => [e.name, e.value ?? e.valueFrom]));
+    expect(env.TEAL_CONTEXT).toBe(`https://git.example.com/team/weather-app.git#${C1}`);
+    expect(env.TEAL_IMAGE).toBe(`harbor.example.com/team/weather:${C1}`);
+    expect(env.GIT_AUTH_TOKEN).toEqual({ secretKeyRef: { name: 'weather-git', key: 'password', optional: true } });
+    expect(json).not.toMatch(/password"\s*:\s*"[^"]/);
+    expect(manifest.metadata.ownerReferences[0]).toMatchObject({ kind: 'App', name: 'weather', controller: true });
+  });
+
+  it('buildkit: a sub-directory context for monorepos', () => {
+    const manifest = buildJobManifest({
+      app: app(C1, (x) => {
+        if (x.spec.source) x.spec.source.git.path = 'services/api';
+      }),
+      commit: C1,
+      ref: 'refs/heads/main',
+      images,
+    });
+    const env = (manifest.spec.template.spec.containers[0] as { env: { name: string; value?: string }[] }).env;
+    expect(env.find((e) => e.name === 'TEAL_CONTEXT')?.value).toBe(
+      `https://git.example.com/team/weather-app.git#${C1}:services/api`,
+    );
+  });
+
+  it('kaniko: exec arguments, no shell, digest file on the termination log', () => {
+    const manifest = buildJobManifest({
+      app: app(C1, (x) => {
+        if (x.spec.build) x.spec.build.engine = 'kaniko';
+      }),
+      commit: C1,
+      ref: 'refs/heads/main',
+      images,
+    });
+    const container = manifest.spec.template.spec.containers[0] as { args: string[]; command?: string[] };
+    expect(container.command).toBeUndefined();
+    expect(container.args).toContain(`--context=git://git.example.com/team/weather-app.git#refs/heads/main#${C1}`);
+    expect(container.args).toContain(`--destination=harbor.example.com/team/weather:${C1}`);
+    expect(container.args).toContain('--digest-file=/dev/termination-log');
+  });
+});
+
+describe('planBuild', () => {
+  it('creates the Job for the resolved commit, once', () => {
+    const first = planBuild({ app: app(), jobs: [], pods: [], images });
+    expect(first.actions.map((a) => a.kind)).toEqual(['createJob']);
+    expect(first.running).toBe(true);
+    const again = planBuild({ app: app(), jobs: [job(C1)], pods: [], images });
+    expect(again.actions).toEqual([]);
+  });
+
+  it('supersedes a running older build when a newer commit arrives', () => {
+    const plan = planBuild({ app: app(C2), jobs: [job(C1)], pods: [], images });
+    expect(plan.actions).toEqual([
+      expect.objectContaining({ kind: 'deleteJob', name: job(C1).name }),
+      expect.objectContaining({ kind: 'createJob' }),
+    ]);
+  });
+
+  it('reads the digest from the termination message and deploys by digest', () => {
+    const plan = planBuild({
+      app: app(),
+      jobs: [job(C1, { outcome: 'Complete', active: 0 })],
+      pods: [
+        {
+          namespace: 'ns',
+          name: 'p',
+          resourceVersion: '1',
+          job: job(C1).name,
+          phase: 'Succeeded',
+          message: `${DIGEST}\n`,
+        },
+      ],
+      images,
+    });
+    expect(plan.build).toMatchObject({ phase: 'Succeeded', image: `harbor.example.com/team/weather@${DIGEST}` });
+    expect(plan.running).toBe(false);
+  });
+
+  it.each([
+    ['no digest at all', undefined],
+    ['a digest of the wrong shape', 'sha256:xyz'],
+    ['a log line instead of a digest', 'pushed!'],
+  ])('fails a completed build with %s', (_title, message) => {
+    const plan = planBuild({
+      app: app(),
+      jobs: [job(C1, { outcome: 'Complete', active: 0 })],
+      pods: [
+        {
+          namespace: 'ns',
+          name: 'p',
+          resourceVersion: '1',
+          job: job(C1).name,
+          phase: 'Succeeded',
+          ...(message ? { message } : {}),
+        },
+      ],
+      images,
+    });
+    expect(plan.build?.phase).toBe('Failed');
+    expect(plan.failure).toMatch(/without an image digest/);
+  });
+
+  it('reports a failed build with its last log lines and does not rebuild the commit', () => {
+    const logs = Array.from({ length: 30 }, (_, i) => `step ${i}`).join('\n');
+    const plan = planBuild({
+      app: app(),
+      jobs: [job(C1, { outcome: 'Failed', active: 0, failureMessage: 'BackoffLimitExceeded' })],
+      pods: [{ namespace: 'ns', name: 'p', resourceVersion: '1', job: job(C1).name, phase: 'Failed', message: logs }],
+      images,
+    });
+    expect(plan.actions).toEqual([]);
+    expect(plan.build?.phase).toBe('Failed');
+    expect(plan.failure).toMatch(/^BackoffLimitExceeded: step 20\n/);
+    expect(plan.failure).toMatch(/step 29$/);
+  });
+
+  it(`keeps ${BUILD_HISTORY} finished older builds and deletes the rest`, () => {
+    const old = ['1', '2', '3', '4', '5'].map((d) =>
+      job(d.repeat(40), { outcome: 'Complete', active: 0, createdAt: `2026-11-2${d}T00:00:00Z` }),
+    );
+    const plan = planBuild({ app: app(), jobs: [job(C1, { outcome: 'Complete' }), ...old], pods: [], images });
+    const deleted = plan.actions
+      .filter((a) => a.kind === 'deleteJob')
+      .map((a) => (a.kind === 'deleteJob' ? a.name : ''));
+    expect(deleted).toEqual([old[1]?.name, old[0]?.name]);
+  });
+
+  it('does nothing for an App that names a ready image', () => {
+    const a = app();
+    const plain = { ...a, spec: { ...a.spec, image: 'repo/app:1', source: undefined, build: undefined } };
+    expect(planBuild({ app: plain, jobs: [], pods: [], images }).actions).toEqual([]);
+  });
+});
