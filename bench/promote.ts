@@ -46,7 +46,7 @@ try {
       '--kubeconfig',
       cluster.kubeconfig,
       '--leader-elect=false',
-      '--health-addr',
+      '--http-addr',
       '127.0.0.1:0',
       '--log-level',
       'warn',

@@ -1,10 +1,16 @@
 // Teal's operator process: config, logger, caches, leader election, workers,
 // the health endpoints, and a graceful stop.
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
 import { pino } from 'pino';
 import { z } from 'zod';
+import { webhookCandidates } from './api/webhook-apps.ts';
+import { webhooksPlugin } from './api/webhooks.ts';
+import { DEFAULT_BUILD_IMAGES } from './build/job.ts';
 import { AppController } from './controller/app-controller.ts';
+import { Sources } from './controller/sources.ts';
+import { checkGitUrl } from './git/url.ts';
 import { loadKubeConfig } from './kube/client.ts';
 import { EventRecorder } from './kube/events.ts';
 import { defaultIdentity, LeaderElector } from './kube/leader-election.ts';
@@ -19,8 +25,12 @@ const ConfigSchema = z.strictObject({
   renewDeadlineMs: z.int().min(500),
   retryPeriodMs: z.int().min(100),
   concurrency: z.int().min(1).max(64),
-  healthAddr: z.string().regex(/^[^:]+:\d+$/, 'health-addr must be host:port'),
+  httpAddr: z.string().regex(/^[^:]+:\d+$/, 'http-addr must be host:port'),
   logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error']),
+  allowFileGit: z.boolean(),
+  webhookSecretFile: z.string().optional(),
+  buildkitImage: z.string().min(1),
+  kanikoImage: z.string().min(1),
 });
 type Config = z.output<typeof ConfigSchema>;
 
@@ -33,8 +43,12 @@ const USAGE = `teal: the Teal operator
   --leader-election-id NAME         name of the Lease (default: teal-controller)
   --lease-duration 15s --renew-deadline 10s --retry-period 2s
   --concurrency N                   concurrent reconciles (default: 4)
-  --health-addr HOST:PORT           /healthz and /readyz (default: 127.0.0.1:8081)
-  --log-level LEVEL                 trace|debug|info|warn|error (default: info)`;
+  --http-addr HOST:PORT             the HTTP server: /healthz, /readyz, /webhooks (default: 127.0.0.1:8081)
+  --webhook-secret-file PATH        a global webhook secret, besides each App's webhookSecretRef
+  --log-level LEVEL                 trace|debug|info|warn|error (default: info)
+  --allow-file-git                  accept file:// git URLs (local development only)
+  --buildkit-image IMAGE            build image for engine buildkit (default: ${DEFAULT_BUILD_IMAGES.buildkit})
+  --kaniko-image IMAGE              build image for engine kaniko (default: ${DEFAULT_BUILD_IMAGES.kaniko})`;
 
 const seconds = (v: string | undefined, fallback: number) =>
   v === undefined ? fallback : Math.round(Number.parseFloat(v) * 1000);
@@ -53,8 +67,12 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
       'renew-deadline': { type: 'string' },
       'retry-period': { type: 'string' },
       concurrency: { type: 'string', default: '4' },
-      'health-addr': { type: 'string', default: '127.0.0.1:8081' },
+      'http-addr': { type: 'string', default: '127.0.0.1:8081' },
       'log-level': { type: 'string', default: env.LOG_LEVEL ?? 'info' },
+      'allow-file-git': { type: 'boolean', default: false },
+      'webhook-secret-file': { type: 'string' },
+      'buildkit-image': { type: 'string', default: DEFAULT_BUILD_IMAGES.buildkit },
+      'kaniko-image': { type: 'string', default: DEFAULT_BUILD_IMAGES.kaniko },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -72,8 +90,12 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     renewDeadlineMs: seconds(values['renew-deadline'], 10_000),
     retryPeriodMs: seconds(values['retry-period'], 2_000),
     concurrency: Number(values.concurrency),
-    healthAddr: values['health-addr'],
+    httpAddr: values['http-addr'],
     logLevel: values['log-level'],
+    allowFileGit: values['allow-file-git'],
+    webhookSecretFile: values['webhook-secret-file'],
+    buildkitImage: values['buildkit-image'],
+    kanikoImage: values['kaniko-image'],
   });
   if (!result.success) {
     throw new Error(result.error.issues.map((i) => `--${String(i.path[0])}: ${i.message}`).join('\n'));
@@ -95,34 +117,53 @@ async function main(): Promise<void> {
   let shuttingDown = false;
   let elector: LeaderElector | undefined;
 
-  const controller = new AppController({
+  let controller: AppController | undefined;
+  const sources = new Sources({
+    kubeConfig,
+    logger: log,
+    allowFile: config.allowFileGit,
+    changed: (keys) => controller?.enqueue(keys),
+  });
+  controller = new AppController({
     kubeConfig,
     ...(config.namespace ? { namespace: config.namespace } : {}),
     concurrency: config.concurrency,
     recorder: new EventRecorder(kubeConfig, identity, log),
     logger: log,
     canWrite: () => !shuttingDown && (elector ? elector.isLeader() : true),
+    sources,
+    buildImages: { buildkit: config.buildkitImage, kaniko: config.kanikoImage },
+    checkGitUrl: (url) => checkGitUrl(url, { allowFile: config.allowFileGit }),
   });
+  const apps = controller;
 
   // Request logs are noise for probes; warnings and errors still show.
   const server = Fastify({ loggerInstance: log.child({ component: 'http' }, { level: 'warn' }) });
   server.get('/healthz', async () => ({ status: 'ok' }));
+  await server.register(webhooksPlugin, {
+    candidates: (hint) => webhookCandidates(kubeConfig, apps.caches.apps.list(), hint),
+    onPush: async (matched) => {
+      await sources.poller.trigger(matched.map((m) => `${m.namespace}/${m.name}`)).done;
+    },
+    ...(config.webhookSecretFile ? { globalSecret: readFileSync(config.webhookSecretFile) } : {}),
+  });
   server.get('/readyz', async (_req, reply) => {
-    const ready = !shuttingDown && controller.hasSynced();
+    const ready = !shuttingDown && apps.hasSynced();
     return reply
       .code(ready ? 200 : 503)
       .send({ status: ready ? 'ready' : 'not ready', leader: elector?.isLeader() ?? true });
   });
-  const [host, port] = config.healthAddr.split(':');
+  const [host, port] = config.httpAddr.split(':');
   await server.listen({ host, port: Number(port) });
 
   const stop = async (code: number) => {
     if (shuttingDown) return;
     shuttingDown = true;
     log.info('stopping: readiness off, draining reconciles, releasing the lease');
-    await controller.stopWorkers();
+    await apps.stopWorkers();
     await elector?.stop({ release: true });
-    controller.stopCaches();
+    apps.stopCaches();
+    sources.stop();
     await server.close();
     process.exit(code);
   };
@@ -130,11 +171,11 @@ async function main(): Promise<void> {
   process.once('SIGINT', () => void stop(0));
 
   log.info({ identity, namespace: config.namespace ?? '(all)' }, 'starting caches');
-  await controller.startCaches();
+  await apps.startCaches();
   log.info('caches synced');
 
   if (!config.leaderElect) {
-    controller.startWorkers();
+    apps.startWorkers();
     return;
   }
   elector = new LeaderElector({
@@ -148,7 +189,7 @@ async function main(): Promise<void> {
     logger: log.child({ component: 'leader-election' }),
     onStartedLeading: () => {
       log.info({ identity }, 'became leader: reconciling');
-      controller.startWorkers();
+      apps.startWorkers();
     },
     onStoppedLeading: () => {
       if (shuttingDown) return;

@@ -2,11 +2,12 @@
 // run on every replica (they serve reads); workers run only on the leader.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import type { BuildImages } from '../build/job.ts';
 import { errorMessage, isConflict, Writer } from '../kube/apply.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import { WorkQueue } from '../kube/workqueue.ts';
 import { type CachedApp, type Caches, makeCaches } from './cache.ts';
-import { NotLeaderError, Reconciler } from './reconciler.ts';
+import { NotLeaderError, Reconciler, type SourceView } from './reconciler.ts';
 
 export interface AppControllerOptions {
   kubeConfig: KubeConfig;
@@ -15,6 +16,9 @@ export interface AppControllerOptions {
   recorder: EventRecorder;
   logger: Logger;
   canWrite: () => boolean;
+  sources: SourceView;
+  buildImages: BuildImages;
+  checkGitUrl: (url: string) => string | undefined;
 }
 
 /** Changes to an App that matter to the reconciler: not its own status writes. */
@@ -44,6 +48,9 @@ export class AppController {
       recorder: options.recorder,
       logger: options.logger,
       canWrite: options.canWrite,
+      sources: options.sources,
+      buildImages: options.buildImages,
+      checkGitUrl: options.checkGitUrl,
     });
     const enqueue = (key: string) => this.queue?.add(key);
     this.caches.apps.addHandler({
@@ -53,12 +60,18 @@ export class AppController {
       },
       onDelete: (a) => enqueue(`${a.metadata.namespace}/${a.metadata.name}`),
     });
-    for (const informer of [this.caches.replicaSets, this.caches.services]) {
-      const owner = (o: { value: { namespace: string; app?: string } }) => {
-        if (o.value.app) enqueue(`${o.value.namespace}/${o.value.app}`);
-      };
+    const owner = (o: { value: { namespace: string; app?: string } }) => {
+      if (o.value.app) enqueue(`${o.value.namespace}/${o.value.app}`);
+    };
+    for (const informer of [this.caches.replicaSets, this.caches.services, this.caches.jobs]) {
       informer.addHandler({ onAdd: owner, onUpdate: (_old, o) => owner(o), onDelete: owner });
     }
+    // A build pod's termination message carries the digest: its App must look again.
+    const byJob = (p: { value: { namespace: string; job: string } }) => {
+      const job = this.caches.jobs.get(p.value.namespace, p.value.job);
+      if (job) owner(job);
+    };
+    this.caches.buildPods.addHandler({ onAdd: byJob, onUpdate: (_old, p) => byJob(p), onDelete: byJob });
   }
 
   /** Starts the caches; resolves once they have synced. */
@@ -69,6 +82,11 @@ export class AppController {
 
   hasSynced(): boolean {
     return Object.values(this.caches).every((i) => i.hasSynced());
+  }
+
+  /** Queues Apps again, e.g. after the poller resolved a new commit. */
+  enqueue(keys: readonly string[]): void {
+    for (const key of keys) this.queue?.add(key);
   }
 
   /** Starts reconciling: on becoming leader. Every App is queued once. */

@@ -3,6 +3,9 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { INTENT_PREFIX } from '../app/intents.ts';
 import { GROUP, PLURAL, VERSION } from '../app/schema.ts';
+import { LABEL_BUILD } from '../build/job.ts';
+import { observeBuildPod, observeJob } from '../build/observed.ts';
+import type { ObservedBuildPod, ObservedJob } from '../build/plan.ts';
 import { Informer, type RawObject } from '../kube/informer.ts';
 import { LABEL_APP } from '../rollout/labels.ts';
 import {
@@ -71,11 +74,14 @@ function wrap<T extends { name: string; namespace: string; resourceVersion: stri
 }
 
 export const APPS_INDEX = 'app';
+export const JOBS_INDEX = 'job';
 
 export interface Caches {
   apps: Informer<CachedApp>;
   replicaSets: Informer<Cached<ObservedReplicaSet>>;
   services: Informer<Cached<ObservedService>>;
+  jobs: Informer<Cached<ObservedJob>>;
+  buildPods: Informer<Cached<ObservedBuildPod>>;
 }
 
 /** namespace: one namespace to watch, or undefined for all. */
@@ -103,5 +109,21 @@ export function makeCaches(kubeConfig: KubeConfig, namespace: string | undefined
     transform: (raw) => wrap(observeService(raw)),
     logger: logger.child({ informer: 'services' }),
   });
-  return { apps, replicaSets, services };
+  const jobs = new Informer<Cached<ObservedJob>>({
+    kubeConfig,
+    path: scope('/apis/batch/v1', 'jobs'),
+    labelSelector: `${LABEL_APP},${LABEL_BUILD}`,
+    transform: (raw) => wrap(observeJob(raw)),
+    logger: logger.child({ informer: 'jobs' }),
+  });
+  jobs.addIndex(APPS_INDEX, (j) => [`${j.value.namespace}/${j.value.app}`]);
+  const buildPods = new Informer<Cached<ObservedBuildPod>>({
+    kubeConfig,
+    path: scope('/api/v1', 'pods'),
+    labelSelector: `${LABEL_APP},${LABEL_BUILD}`,
+    transform: (raw) => wrap(observeBuildPod(raw)),
+    logger: logger.child({ informer: 'build-pods' }),
+  });
+  buildPods.addIndex(JOBS_INDEX, (p) => [`${p.value.namespace}/${p.value.job}`]);
+  return { apps, replicaSets, services, jobs, buildPods };
 }

@@ -4,9 +4,13 @@
 import { isDeepStrictEqual } from 'node:util';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { parseDuration } from '../app/duration.ts';
 import { readIntents } from '../app/intents.ts';
-import type { App } from '../app/schema.ts';
+import type { App, AppStatus } from '../app/schema.ts';
 import { validateApp } from '../app/validate.ts';
+import type { BuildImages } from '../build/job.ts';
+import { type BuildAction, type BuildPlan, planBuild } from '../build/plan.ts';
+import { type ResolvedSource, type SourceFailure, withBuild, withSource } from '../build/status.ts';
 import { isNotFound, type Writer } from '../kube/apply.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import { type KubeAction, type Plan, plan, planInvalid } from '../rollout/bluegreen.ts';
@@ -14,7 +18,38 @@ import { ANN_SCALE_DOWN_AT, FINALIZER } from '../rollout/labels.ts';
 import { type Observed, type ObservedService, observeService } from '../rollout/observed.ts';
 import { isAdopted, restoredServiceManifest, serviceName } from '../rollout/service.ts';
 import { targetRevision } from '../rollout/target.ts';
-import { APPS_INDEX, type CachedApp, type Caches } from './cache.ts';
+import { APPS_INDEX, type CachedApp, type Caches, JOBS_INDEX } from './cache.ts';
+
+/** Events for a build's transitions: started, succeeded, failed. */
+function buildTransitions(before: AppStatus['build'], after: AppStatus['build']): KubeAction[] {
+  if (!after || (before?.job === after.job && before.phase === after.phase)) return [];
+  const short = after.commit.slice(0, 12);
+  if (after.phase === 'Succeeded') {
+    return [
+      {
+        kind: 'event',
+        event: { type: 'Normal', reason: 'BuildSucceeded', message: `${short} built: ${after.image ?? ''}` },
+      },
+    ];
+  }
+  if (after.phase === 'Failed') {
+    return [
+      {
+        kind: 'event',
+        event: { type: 'Warning', reason: 'BuildFailed', message: `${short}: ${after.message ?? 'failed'}` },
+      },
+    ];
+  }
+  if (before?.job !== after.job) {
+    return [
+      {
+        kind: 'event',
+        event: { type: 'Normal', reason: 'BuildStarted', message: `building ${short} in Job ${after.job}` },
+      },
+    ];
+  }
+  return [];
+}
 
 export class NotLeaderError extends Error {
   constructor() {
@@ -22,9 +57,28 @@ export class NotLeaderError extends Error {
   }
 }
 
+/** What the git poller knows of each App's source (see controller/sources.ts). */
+export interface SourceView {
+  follow(appKey: string, spec: FollowSpec): void;
+  forget(appKey: string): void;
+  state(appKey: string): { resolved?: ResolvedSource; failure?: SourceFailure } | undefined;
+}
+
+export interface FollowSpec {
+  namespace: string;
+  url: string;
+  ref: string;
+  pollIntervalMs: number;
+  secretName?: string;
+}
+
 export interface ReconcilerOptions {
   kubeConfig: KubeConfig;
   caches: Caches;
+  sources: SourceView;
+  buildImages: BuildImages;
+  /** Checks a git URL the schema accepted against the operator's policy (file:// only for local use). */
+  checkGitUrl: (url: string) => string | undefined;
   writer: Writer;
   recorder: EventRecorder;
   logger: Logger;
@@ -53,7 +107,10 @@ export class Reconciler {
   async reconcile(key: string): Promise<Result> {
     const [namespace = '', name = ''] = key.split('/');
     const cached = this.o.caches.apps.get(namespace, name);
-    if (!cached) return {};
+    if (!cached) {
+      this.o.sources.forget(key);
+      return {};
+    }
     const now = this.o.now?.() ?? new Date();
     const log = this.o.logger.child({ app: key });
 
@@ -68,18 +125,95 @@ export class Reconciler {
       await this.finish(cached, result, log);
       return {};
     }
-    const app = validation.app;
+    let app = validation.app;
+    const generation = app.metadata.generation ?? 0;
+    const urlProblem = app.spec.source ? this.o.checkGitUrl(app.spec.source.git.url) : undefined;
+    if (urlProblem) {
+      this.o.sources.forget(key);
+      await this.finish(cached, planInvalid(app.status, generation, [`spec.source.git.url: ${urlProblem}`], now), log);
+      return {};
+    }
     const observed = await this.observe(app);
     const { intents, errors } = readIntents(cached.metadata.annotations);
     for (const error of errors) log.warn({ error }, 'ignoring an unreadable intent');
 
     await this.ensureFinalizer(cached, app, observed);
-    const result = plan({ app, observed, now, target: targetRevision(app), intents });
+    let build: BuildPlan | undefined;
+    const buildEvents: KubeAction[] = [];
+    if (app.spec.source && app.spec.build) {
+      const git = app.spec.source.git;
+      this.o.sources.follow(key, {
+        namespace,
+        url: git.url,
+        ref: git.ref,
+        pollIntervalMs: parseDuration(git.pollInterval),
+        ...(git.secretRef ? { secretName: git.secretRef.name } : {}),
+      });
+      const state = this.o.sources.state(key);
+      const before = app.status?.build;
+      const status = withSource(app.status, state?.resolved, state?.failure, generation, now.toISOString());
+      app = { ...app, status };
+      build = await this.planBuilds(app, key);
+      for (const action of build.actions) await this.executeBuild(namespace, action, log);
+      app = { ...app, status: withBuild(status, build, generation, now.toISOString()) };
+      buildEvents.push(...buildTransitions(before, app.status?.build));
+    } else {
+      this.o.sources.forget(key);
+    }
+    const result = plan({
+      app,
+      observed,
+      now,
+      target: targetRevision(app),
+      intents,
+      ...(build?.running ? { building: true } : {}),
+      ...(build?.failure ? { buildFailure: build.failure } : {}),
+    });
+    result.actions.unshift(...buildEvents);
     for (const action of result.actions) {
       if (action.kind !== 'event') await this.execute(app, action, log);
     }
     await this.finish(cached, result, log);
     return result.requeueAfterMs !== undefined ? { requeueAfterMs: result.requeueAfterMs } : {};
+  }
+
+  private async planBuilds(app: App, key: string): Promise<BuildPlan> {
+    const { caches } = this.o;
+    const namespace = app.metadata.namespace ?? '';
+    const jobs = caches.jobs.byIndex(APPS_INDEX, key).map((j) => j.value);
+    const pods = jobs.flatMap((j) =>
+      caches.buildPods.byIndex(JOBS_INDEX, `${namespace}/${j.name}`).map((p) => p.value),
+    );
+    const commit = app.status?.source?.commit;
+    const secretName = app.spec.source?.git.secretRef?.name;
+    // Which credentials the build mounts depends on the Secret's keys: read them only when a Job is to be made.
+    const needKeys = commit !== undefined && secretName !== undefined && !jobs.some((j) => j.commit === commit);
+    const gitSecretKeys = needKeys ? await this.secretKeys(namespace, secretName) : undefined;
+    return planBuild({ app, jobs, pods, images: this.o.buildImages, ...(gitSecretKeys ? { gitSecretKeys } : {}) });
+  }
+
+  private async secretKeys(namespace: string, name: string): Promise<string[]> {
+    try {
+      const secret = await this.core.readNamespacedSecret({ namespace, name });
+      return Object.keys(secret.data ?? {});
+    } catch (err) {
+      if (isNotFound(err)) return [];
+      throw err;
+    }
+  }
+
+  private async executeBuild(namespace: string, action: BuildAction, log: Logger): Promise<void> {
+    this.guard();
+    if (action.kind === 'createJob') {
+      log.info(
+        { job: action.manifest.metadata.name, commit: action.manifest.metadata.labels['teal.dev/commit'] },
+        'creating build Job',
+      );
+      await this.o.writer.apply(action.manifest);
+    } else {
+      log.info({ job: action.name, why: action.why }, 'deleting build Job');
+      await this.o.writer.deleteJob(namespace, action.name);
+    }
   }
 
   /** ReplicaSets from the cache; Services from the cache, or read once when not labelled yet. */

@@ -4,6 +4,7 @@
 import {
   ApiException,
   AppsV1Api,
+  BatchV1Api,
   CustomObjectsApi,
   type KubeConfig,
   type KubernetesObject,
@@ -36,8 +37,10 @@ export class Writer {
   private readonly objects: KubernetesObjectApi;
   private readonly apps: AppsV1Api;
   private readonly custom: CustomObjectsApi;
+  private readonly batch: BatchV1Api;
 
   constructor(kc: KubeConfig) {
+    this.batch = kc.makeApiClient(BatchV1Api);
     this.objects = KubernetesObjectApi.makeApiClient(kc);
     this.apps = kc.makeApiClient(AppsV1Api);
     this.custom = kc.makeApiClient(CustomObjectsApi);
@@ -58,6 +61,15 @@ export class Writer {
   async deleteReplicaSet(namespace: string, name: string): Promise<void> {
     try {
       await this.apps.deleteNamespacedReplicaSet({ namespace, name, propagationPolicy: 'Background' });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
+  async deleteJob(namespace: string, name: string): Promise<void> {
+    try {
+      // Background: the Job's pods go with it.
+      await this.batch.deleteNamespacedJob({ namespace, name, propagationPolicy: 'Background' });
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }

@@ -1,7 +1,8 @@
 // The local control plane from the command line.
 //   cluster.ts build   build or reuse the cached binaries
-//   cluster.ts up      start a cluster with the App CRD, print how to use it,
-//                      and stop it on Ctrl-C
+//   cluster.ts up      start a cluster with the App CRD and the operator,
+//                      print how to use it, and stop both on Ctrl-C
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
@@ -29,20 +30,28 @@ async function up(): Promise<void> {
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
   await kubectlApply(cluster, readFileSync(join(root, 'config/crd/teal.dev_apps.yaml'), 'utf8'));
+  const operator = spawn(
+    process.execPath,
+    [join(root, 'src/main.ts'), '--kubeconfig', cluster.kubeconfig, '--leader-elect=false', '--allow-file-git'],
+    { stdio: ['ignore', 'inherit', 'inherit'] },
+  );
+  operator.once('exit', (code) => {
+    if (code !== null && code !== 0) log(`the operator exited with code ${code}`);
+  });
+  process.once('exit', () => operator.kill('SIGTERM'));
   console.log(`
-Teal's local control plane is up in ${((Date.now() - started) / 1000).toFixed(1)}s: a real kube-apiserver, etcd,
-controller-manager and scheduler on 127.0.0.1, with pods simulated by KWOK.
-The App CRD (apps.teal.dev) is installed.
+Teal is up in ${((Date.now() - started) / 1000).toFixed(1)}s: a real kube-apiserver, etcd, controller-manager and
+scheduler on 127.0.0.1 with pods simulated by KWOK, the App CRD, and the operator (its logs follow).
 
 In another shell:
   export KUBECONFIG=${cluster.kubeconfig}
-  export PATH=${cluster.binDir}:$PATH     # kubectl ${'v1.36'}
-  kubectl get nodes
-  kubectl explain app.spec
+  export PATH=${cluster.binDir}:$PATH     # kubectl v1.36
   kubectl apply -f config/samples/app-image.yaml
-  kubectl get apps.teal.dev
+  kubectl get apps.teal.dev -w
+  kubectl patch app hello --type merge -p '{"spec":{"image":"registry.example.com/team/hello:2.0.0"}}'
+  kubectl annotate app hello intents.teal.dev/promote='{"id":"1","by":"me","via":"kubectl","at":"2026-01-01T00:00:00Z"}'
 
-Ctrl-C stops the cluster and removes it.`);
+Ctrl-C stops the operator and the cluster, and removes them.`);
   // kwokctl runs the components detached; this process stays to stop them.
   setInterval(() => {}, 1 << 30);
 }

@@ -56,7 +56,7 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
     lease.renew,
     '--retry-period',
     lease.retry,
-    '--health-addr',
+    '--http-addr',
     `127.0.0.1:${healthPort}`,
     '--log-level',
     'debug',

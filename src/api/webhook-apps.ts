@@ -1,0 +1,68 @@
+// Which Apps a push names: the payload is only a hint (normalised repo URL and
+// full ref); each candidate comes with its own webhook secret to verify with.
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import type { CachedApp } from '../controller/cache.ts';
+import { normalizeRepoUrl } from '../git/url.ts';
+import { isNotFound } from '../kube/apply.ts';
+import type { Candidate, WebhookHint } from './webhooks.ts';
+
+/** The Secret key of a webhook secret, as Flux's Receiver names it. */
+export const WEBHOOK_SECRET_KEY = 'token';
+
+interface GitSpec {
+  url?: string;
+  ref?: string;
+  webhookSecretRef?: { name?: string };
+}
+
+const gitOf = (app: CachedApp): GitSpec | undefined =>
+  (app.spec as { source?: { git?: GitSpec } } | undefined)?.source?.git;
+
+const normalized = (url: string): string | undefined => {
+  try {
+    return normalizeRepoUrl(url);
+  } catch {
+    return undefined;
+  }
+};
+
+/** Whether a pushed full ref is the one an App follows (a branch, a tag, or a full ref). */
+export function refMatches(followed: string, pushed: string): boolean {
+  return pushed === followed || pushed === `refs/heads/${followed}` || pushed === `refs/tags/${followed}`;
+}
+
+export function matchingApps(apps: readonly CachedApp[], hint: Pick<WebhookHint, 'repoUrls' | 'refs'>): CachedApp[] {
+  const repos = new Set(hint.repoUrls.map(normalized).filter((u): u is string => u !== undefined));
+  return apps.filter((app) => {
+    const git = gitOf(app);
+    if (!git?.url) return false;
+    const repo = normalized(git.url);
+    if (!repo || !repos.has(repo)) return false;
+    // Pings carry no ref: the repository alone selects.
+    return hint.refs.length === 0 || hint.refs.some((r) => refMatches(git.ref ?? 'main', r));
+  });
+}
+
+export async function webhookCandidates(
+  kc: KubeConfig,
+  apps: readonly CachedApp[],
+  hint: WebhookHint,
+): Promise<Candidate[]> {
+  const core = kc.makeApiClient(CoreV1Api);
+  return Promise.all(
+    matchingApps(apps, hint).map(async (app) => {
+      const { namespace, name } = app.metadata;
+      const secretName = gitOf(app)?.webhookSecretRef?.name;
+      let secret: Buffer | undefined;
+      if (secretName) {
+        try {
+          const data = (await core.readNamespacedSecret({ namespace, name: secretName })).data?.[WEBHOOK_SECRET_KEY];
+          if (data) secret = Buffer.from(data, 'base64');
+        } catch (err) {
+          if (!isNotFound(err)) throw err;
+        }
+      }
+      return { namespace, name, secret };
+    }),
+  );
+}

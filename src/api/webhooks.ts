@@ -1,0 +1,282 @@
+// POST /webhooks/{github|gitlab|gitea|bitbucket|generic}: git push webhooks
+// (DESIGN §3.4). A fastify plugin, kept encapsulated (no fastify-plugin) so
+// its raw-body content-type parsers and error handler stay on its own routes.
+//
+// Flow: check the signature header is there, parse the payload as a hint,
+// ask the caller for the Apps on that repository and ref, and match only the
+// Apps whose own secret (or the global one) verifies the exact bytes
+// received. Then drop replays, and hand the matches to onPush, which resolves
+// the ref itself: the payload's SHAs are never used.
+import type { FastifyError, FastifyPluginAsync, FastifyRequest } from 'fastify';
+import {
+  type BodyEncoding,
+  isProvider,
+  type ParsedDelivery,
+  PROVIDERS,
+  type Provider,
+  parseDelivery,
+  requestVerifier,
+  WebhookParseError,
+} from './webhook-providers.ts';
+
+/** An App the caller found for a hint's repository and ref, with its own webhook secret if it has one. */
+export interface Candidate {
+  namespace: string;
+  name: string;
+  secret: Buffer | undefined;
+}
+
+/**
+ * What a delivery says, for the caller to match Apps with normalizeRepoUrl.
+ * For a push, match an App when any of repoUrls and any of refs equal its own;
+ * for a ping or another event refs is empty: match on the repository alone.
+ */
+export interface WebhookHint extends ParsedDelivery {
+  provider: Provider;
+}
+
+/**
+ * Per delivery, for teal_webhook_deliveries_total. accepted: a push triggered
+ * Apps (202); ignored: verified, nothing to do (ping, other events, a push no
+ * App tracks); error: the lookup or onPush failed (503). Unknown providers are
+ * not reported, so the label set stays bounded.
+ */
+export type WebhookResult =
+  | 'accepted'
+  | 'ignored'
+  | 'duplicate'
+  | 'unauthorized'
+  | 'bad_request'
+  | 'too_large'
+  | 'error';
+
+type LogFn = (obj: object, msg?: string) => void;
+
+/** The part of a pino logger used here. */
+export interface WebhookLogger {
+  debug: LogFn;
+  info: LogFn;
+  warn: LogFn;
+  error: LogFn;
+}
+
+export interface WebhookOptions {
+  /** The Apps whose normalised repository URL and full ref match the hint (see WebhookHint). */
+  candidates(hint: WebhookHint): Promise<Candidate[]>;
+  /** Called once per verified, new push with the Apps it matched; awaited before replying 202. */
+  onPush(matched: Candidate[], hint: WebhookHint): Promise<void>;
+  /** Verifies deliveries for every App, in addition to each App's own secret. */
+  globalSecret?: Buffer | undefined;
+  /** Largest body accepted, in bytes; default 1 MiB. */
+  bodyLimit?: number;
+  /** Delivery IDs remembered per provider to drop replays; default 10,000. */
+  maxDeliveryIds?: number;
+  /** Defaults to the request's logger. */
+  logger?: WebhookLogger;
+  onResult?(provider: Provider, result: WebhookResult): void;
+}
+
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+export const DEFAULT_MAX_DELIVERY_IDS = 10_000;
+
+/** A bounded set of the most recently seen IDs; the least recently seen is forgotten first. */
+export class RecentIds {
+  private readonly ids = new Set<string>();
+  private readonly max: number;
+
+  constructor(max: number) {
+    this.max = max;
+  }
+
+  /** True when id was seen before; otherwise remembers it. */
+  checkAndAdd(id: string): boolean {
+    const seen = this.ids.delete(id);
+    this.ids.add(id);
+    if (!seen && this.ids.size > this.max) {
+      const oldest = this.ids.values().next();
+      if (!oldest.done) this.ids.delete(oldest.value);
+    }
+    return seen;
+  }
+
+  delete(id: string): void {
+    this.ids.delete(id);
+  }
+
+  get size(): number {
+    return this.ids.size;
+  }
+}
+
+// The body as received, for the signature; parsed only after that.
+class RawBody {
+  readonly bytes: Buffer;
+  readonly encoding: BodyEncoding;
+
+  constructor(bytes: Buffer, encoding: BodyEncoding) {
+    this.bytes = bytes;
+    this.encoding = encoding;
+  }
+}
+
+// One body for every failed check, so a reply never tells whether a repository is known.
+const UNAUTHORIZED = { error: 'unauthorized', message: 'missing or invalid webhook signature' };
+const UNAVAILABLE = { error: 'unavailable', message: 'the push could not be handled; deliver it again later' };
+
+export const webhooksPlugin: FastifyPluginAsync<WebhookOptions> = async (fastify, opts) => {
+  const bodyLimit = opts.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  const maxIds = opts.maxDeliveryIds ?? DEFAULT_MAX_DELIVERY_IDS;
+  for (const [option, value] of [
+    ['bodyLimit', bodyLimit],
+    ['maxDeliveryIds', maxIds],
+  ] as const) {
+    if (!Number.isSafeInteger(value) || value <= 0) throw new Error(`webhooks: ${option} must be a positive integer`);
+  }
+  // An empty key would let anyone sign.
+  const globalSecret = opts.globalSecret !== undefined && opts.globalSecret.length > 0 ? opts.globalSecret : undefined;
+  const recent = new Map<Provider, RecentIds>(PROVIDERS.map((p) => [p, new RecentIds(maxIds)]));
+
+  const logger = (request: FastifyRequest): WebhookLogger => opts.logger ?? request.log;
+  const report = (provider: Provider | undefined, result: WebhookResult, log: WebhookLogger): void => {
+    if (provider === undefined || opts.onResult === undefined) return;
+    try {
+      opts.onResult(provider, result);
+    } catch (err) {
+      log.error({ err }, 'webhook onResult hook failed');
+    }
+  };
+
+  // Only the exact bytes received can be verified, so bodies stay Buffers here.
+  fastify.removeAllContentTypeParsers();
+  for (const [type, encoding] of [
+    ['application/json', 'json'],
+    ['application/x-www-form-urlencoded', 'form'],
+  ] as const) {
+    fastify.addContentTypeParser(type, { parseAs: 'buffer' }, async (_request: FastifyRequest, body: Buffer) => {
+      return new RawBody(body, encoding);
+    });
+  }
+
+  fastify.setErrorHandler((error: FastifyError, request, reply) => {
+    const provider = providerOf(request.params);
+    const log = logger(request);
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || error.statusCode === 413) {
+      report(provider, 'too_large', log);
+      log.warn({ provider, bodyLimit }, 'webhook body too large');
+      return reply.code(413).send({ error: 'payload_too_large', message: `request body exceeds ${bodyLimit} bytes` });
+    }
+    if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+      // Unsupported content type, bad Content-Length, ...: fastify's own messages.
+      report(provider, 'bad_request', log);
+      return reply.code(400).send({ error: 'bad_request', message: error.message });
+    }
+    report(provider, 'error', log);
+    log.error({ provider, err: error }, 'webhook handling failed');
+    return reply.code(500).send({ error: 'internal', message: 'internal error' });
+  });
+
+  fastify.post<{ Params: { provider: string } }>('/webhooks/:provider', { bodyLimit }, async (request, reply) => {
+    const name = request.params.provider;
+    if (!isProvider(name)) return reply.code(404).send({ error: 'not_found', message: 'unknown webhook provider' });
+    const provider = name;
+    const log = logger(request);
+    const finish = (result: WebhookResult, status: number, body: object) => {
+      report(provider, result, log);
+      return reply.code(status).send(body);
+    };
+
+    const body = request.body;
+    if (!(body instanceof RawBody)) {
+      return finish('bad_request', 400, { error: 'bad_request', message: 'expected an application/json body' });
+    }
+    // Without a usable signature header no secret can verify: stop before any lookup.
+    const verify = requestVerifier(provider, request.headers, body.bytes);
+    if (verify === undefined) {
+      log.warn({ provider }, 'webhook without a usable signature header');
+      return finish('unauthorized', 401, UNAUTHORIZED);
+    }
+
+    let delivery: ParsedDelivery;
+    try {
+      delivery = parseDelivery(provider, request.headers, body.bytes, body.encoding);
+    } catch (err) {
+      if (!(err instanceof WebhookParseError)) throw err;
+      log.info({ provider, reason: err.message }, 'malformed webhook');
+      return finish('bad_request', 400, { error: 'bad_request', message: err.message });
+    }
+    const hint: WebhookHint = { provider, ...delivery };
+    const context = { provider, event: hint.event, delivery: hint.deliveryId, repos: hint.repoUrls.map(redactUrl) };
+
+    let candidates: Candidate[] = [];
+    if (hint.repoUrls.length > 0) {
+      try {
+        candidates = await opts.candidates(hint);
+      } catch (err) {
+        log.error({ ...context, err }, 'looking up Apps for a webhook failed');
+        return finish('error', 503, UNAVAILABLE);
+      }
+    }
+
+    const global = globalSecret !== undefined && verify(globalSecret);
+    const matched = uniqueApps(
+      candidates.filter((c) => global || (c.secret !== undefined && c.secret.length > 0 && verify(c.secret))),
+    );
+    if (!global && matched.length === 0) {
+      log.warn({ ...context, candidates: candidates.length }, 'webhook signature did not verify');
+      return finish('unauthorized', 401, UNAUTHORIZED);
+    }
+
+    // Recorded only now: an unverified request must not mark an ID as seen.
+    const seen = recent.get(provider);
+    const id = hint.deliveryId;
+    if (id !== undefined && seen?.checkAndAdd(id)) {
+      log.info(context, 'duplicate webhook delivery ignored');
+      return finish('duplicate', 200, { duplicate: true });
+    }
+
+    if (hint.kind === 'ping') {
+      log.info(context, 'webhook ping');
+      return finish('ignored', 200, { ping: true });
+    }
+    if (hint.kind === 'other') {
+      log.debug(context, 'webhook event ignored');
+      return finish('ignored', 200, { ignored: hint.event });
+    }
+    if (matched.length === 0) {
+      log.info({ ...context, refs: hint.refs }, 'webhook push matched no App');
+      return finish('ignored', 200, { matched: [] });
+    }
+
+    const names = matched.map((c) => `${c.namespace}/${c.name}`);
+    try {
+      await opts.onPush(matched, hint);
+    } catch (err) {
+      // Let a redelivery of this ID try again.
+      if (id !== undefined) seen?.delete(id);
+      log.error({ ...context, refs: hint.refs, matched: names, err }, 'triggering Apps for a webhook push failed');
+      return finish('error', 503, UNAVAILABLE);
+    }
+    log.info({ ...context, refs: hint.refs, matched: names }, 'webhook push accepted');
+    return finish('accepted', 202, { matched: names });
+  });
+};
+
+function providerOf(params: unknown): Provider | undefined {
+  if (typeof params !== 'object' || params === null || !('provider' in params)) return undefined;
+  const value = params.provider;
+  return typeof value === 'string' && isProvider(value) ? value : undefined;
+}
+
+function uniqueApps(apps: Candidate[]): Candidate[] {
+  const byName = new Map<string, Candidate>();
+  for (const app of apps) {
+    const key = `${app.namespace}/${app.name}`;
+    if (!byName.has(key)) byName.set(key, app);
+  }
+  return [...byName.values()];
+}
+
+/** A URL fit for logs: no user info (it may hold a token), no query or fragment. */
+export function redactUrl(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, '$1').replace(/[?#].*$/, '');
+}
