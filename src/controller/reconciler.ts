@@ -139,6 +139,7 @@ export class Reconciler {
 
     await this.ensureFinalizer(cached, app, observed);
     let build: BuildPlan | undefined;
+    let sourceFailure: string | undefined;
     const buildEvents: KubeAction[] = [];
     if (app.spec.source && app.spec.build) {
       const git = app.spec.source.git;
@@ -150,6 +151,7 @@ export class Reconciler {
         ...(git.secretRef ? { secretName: git.secretRef.name } : {}),
       });
       const state = this.o.sources.state(key);
+      if (state?.failure) sourceFailure = `source: ${state.failure.message}`;
       const before = app.status?.build;
       const status = withSource(app.status, state?.resolved, state?.failure, generation, now.toISOString());
       app = { ...app, status };
@@ -168,6 +170,7 @@ export class Reconciler {
       intents,
       ...(build?.running ? { building: true } : {}),
       ...(build?.failure ? { buildFailure: build.failure } : {}),
+      ...(sourceFailure ? { sourceFailure } : {}),
     });
     result.actions.unshift(...buildEvents);
     for (const action of result.actions) {

@@ -39,6 +39,8 @@ export interface PlanInput {
   building?: boolean;
   /** The build of the current commit failed: Degraded, while active keeps serving. */
   buildFailure?: string;
+  /** The source could not be resolved: Degraded while there is nothing to run yet. */
+  sourceFailure?: string;
 }
 
 export interface Plan {
@@ -208,8 +210,8 @@ function rollout(p: Planner): void {
   let previewReady = false;
 
   if (!desired) {
-    phase = input.building ? 'Building' : activeHash ? 'Healthy' : 'Progressing';
-    message = input.building ? 'building the first image' : 'waiting for an image';
+    phase = input.building ? 'Building' : activeHash ? 'Healthy' : input.sourceFailure ? 'Degraded' : 'Progressing';
+    message = input.building ? 'building the first image' : (input.sourceFailure ?? 'waiting for an image');
   } else if (desired.hash === activeHash && activeRS) {
     // Steady: the desired revision serves; follow spec.replicas.
     if (activeRS.specReplicas !== replicas || activeRS.scaleDownAt) {

@@ -178,6 +178,17 @@ describe('the test control plane', () => {
     expect(terminated?.message).toMatch(/^error: failed to solve/);
   });
 
+  it('fails a build Job whose Dockerfile is fail.Dockerfile, so an App can ask for a failing build', async () => {
+    const body = job('build-dockerfile', { 'teal.dev/build': 'df' });
+    const container = body.spec?.template.spec?.containers[0];
+    if (container) container.env = [{ name: 'TEAL_DOCKERFILE', value: 'fail.Dockerfile' }];
+    await batch.createNamespacedJob({ namespace: ns, body });
+    await waitFor('the Job to fail', async () => {
+      const j = await batch.readNamespacedJob({ name: 'build-dockerfile', namespace: ns });
+      return j.status?.conditions?.find((c) => c.type === 'Failed' && c.status === 'True');
+    });
+  });
+
   it('authenticates a TokenRequest token and authorizes a custom verb by RBAC, per namespace', async () => {
     const other = await createNamespace('harness-other');
     try {

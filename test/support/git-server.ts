@@ -100,6 +100,8 @@ export interface GitHttpsServer {
   port: number;
   /** Requests served so far, and how many were refused for auth. */
   readonly requests: number;
+  /** GET info/refs requests: one per ls-remote or fetch. */
+  readonly lsRemotes: number;
   readonly unauthorized: number;
   /** Authorization header values seen (to check what a client sent). */
   readonly authorizations: readonly string[];
@@ -209,10 +211,13 @@ function serveCgi(req: IncomingMessage, res: ServerResponse, root: string): void
 export async function startGitHttpsServer(options: GitHttpsServerOptions): Promise<GitHttpsServer> {
   const { key, cert } = await selfSignedCertificate();
   let requests = 0;
+  let lsRemotes = 0;
   let unauthorized = 0;
   const authorizations: string[] = [];
   const server: Server = createServer({ key, cert }, (req, res) => {
     requests++;
+    // Every fetch or ls-remote over smart HTTP starts with GET info/refs (protocol v2 then POSTs ls-refs).
+    if (req.method === 'GET' && req.url?.includes('/info/refs')) lsRemotes++;
     if (req.headers.authorization) authorizations.push(req.headers.authorization);
     if (!authorized(req, options)) {
       unauthorized++;
@@ -234,6 +239,9 @@ export async function startGitHttpsServer(options: GitHttpsServerOptions): Promi
     port,
     get requests() {
       return requests;
+    },
+    get lsRemotes() {
+      return lsRemotes;
     },
     get unauthorized() {
       return unauthorized;
