@@ -9,6 +9,8 @@ import { ownerReference } from '../rollout/owner.ts';
 
 export const LABEL_BUILD = 'teal.dev/build';
 export const LABEL_COMMIT = 'teal.dev/commit';
+/** A hash of what shapes the image besides the commit: a change of it builds the commit again. */
+export const LABEL_BUILD_SPEC = 'teal.dev/build-spec';
 export const ANN_TARGET_IMAGE = 'teal.dev/target-image';
 
 export interface BuildImages {
@@ -31,12 +33,23 @@ export interface BuildInput {
   images: BuildImages;
 }
 
-/** Deterministic, a DNS-1123 label of at most 63 characters (Jobs label their pods with it). */
+const sha = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** The engine, Dockerfile, context path and target: a commit built with other settings is another image. */
+export function buildSpecHash(app: App): string {
+  const build = app.spec.build;
+  const git = app.spec.source?.git;
+  return sha(JSON.stringify([build?.engine, build?.dockerfile, build?.image, git?.url, git?.path])).slice(0, 5);
+}
+
+/**
+ * Deterministic per (App, commit, build settings), so a commit is built once;
+ * a DNS-1123 label of at most 63 characters (Jobs label their pods with it).
+ */
 export function buildJobName(app: App, commit: string): string {
   const name = app.metadata.name;
-  const prefix =
-    name.length <= 40 ? name : `${name.slice(0, 33)}-${createHash('sha256').update(name).digest('hex').slice(0, 6)}`;
-  return `${prefix}-build-${commit.slice(0, 12)}`;
+  const prefix = name.length <= 40 ? name : `${name.slice(0, 33)}-${sha(name).slice(0, 6)}`;
+  return `${prefix}-build-${commit.slice(0, 10)}-${buildSpecHash(app)}`;
 }
 
 export function targetImage(app: App, commit: string): string {
@@ -70,6 +83,7 @@ export function buildJobManifest(input: BuildInput) {
     [LABEL_APP]: app.metadata.name,
     [LABEL_BUILD]: commit.slice(0, 12),
     [LABEL_COMMIT]: commit,
+    [LABEL_BUILD_SPEC]: buildSpecHash(app),
     [LABEL_MANAGED_BY]: MANAGED_BY,
   };
   const volumes: object[] = [];

@@ -1,6 +1,6 @@
 // Build Jobs and their pods, trimmed to what the build planner reads.
 import { LABEL_APP } from '../rollout/labels.ts';
-import { LABEL_BUILD, LABEL_COMMIT } from './job.ts';
+import { LABEL_BUILD, LABEL_BUILD_SPEC, LABEL_COMMIT } from './job.ts';
 import type { ObservedBuildPod, ObservedJob } from './plan.ts';
 
 type Raw = {
@@ -39,6 +39,7 @@ export function observeJob(raw: unknown): ObservedJob | undefined {
     resourceVersion: m.resourceVersion ?? '',
     app,
     commit,
+    buildSpec: m.labels?.[LABEL_BUILD_SPEC] ?? '',
     createdAt: m.creationTimestamp ?? '',
     ...(job.status?.startTime ? { startTime: job.status.startTime } : {}),
     ...(job.status?.completionTime ? { completionTime: job.status.completionTime } : {}),

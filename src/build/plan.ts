@@ -2,7 +2,7 @@
 // source and the build Jobs seen: create the one for the current commit,
 // supersede running older ones, keep a short history, and report status.
 import type { App, AppStatus } from '../app/schema.ts';
-import { type BuildImages, type BuildJobManifest, buildJobManifest } from './job.ts';
+import { type BuildImages, type BuildJobManifest, buildJobManifest, buildSpecHash } from './job.ts';
 
 export interface ObservedJob {
   namespace: string;
@@ -10,6 +10,8 @@ export interface ObservedJob {
   resourceVersion: string;
   app: string;
   commit: string;
+  /** LABEL_BUILD_SPEC: the build settings the Job was made with. */
+  buildSpec: string;
   createdAt: string;
   startTime?: string;
   completionTime?: string;
@@ -63,17 +65,19 @@ export function planBuild(input: BuildPlanInput): BuildPlan {
   const actions: BuildAction[] = [];
   if (!app.spec.build || !source) return { actions, build: app.status?.build, running: false };
   const commit = source.commit;
+  const spec = buildSpecHash(app);
   const live = jobs.filter((j) => !j.deleting);
-  const current = live.find((j) => j.commit === commit);
+  const isCurrent = (j: ObservedJob) => j.commit === commit && j.buildSpec === spec;
+  const current = live.find(isCurrent);
 
-  // A newer commit supersedes a running older build.
+  // A newer commit, or new build settings, supersede a running build.
   for (const job of live) {
-    if (job.commit !== commit && job.outcome === undefined) {
+    if (!isCurrent(job) && job.outcome === undefined) {
       actions.push({ kind: 'deleteJob', name: job.name, why: `superseded by ${commit.slice(0, 12)}` });
     }
   }
   const finished = live
-    .filter((j) => j.commit !== commit && j.outcome !== undefined)
+    .filter((j) => !isCurrent(j) && j.outcome !== undefined)
     .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
   for (const job of finished.slice(BUILD_HISTORY))
     actions.push({ kind: 'deleteJob', name: job.name, why: 'build history limit' });

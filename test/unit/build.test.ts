@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/app/schema.ts';
 import { validateApp } from '../../src/app/validate.ts';
-import { buildJobManifest, buildJobName, DEFAULT_BUILD_IMAGES } from '../../src/build/job.ts';
+import { buildJobManifest, buildJobName, buildSpecHash, DEFAULT_BUILD_IMAGES } from '../../src/build/job.ts';
 import { BUILD_HISTORY, type ObservedJob, planBuild } from '../../src/build/plan.ts';
 import { gitApp } from '../fixtures/apps.ts';
 
@@ -36,6 +36,7 @@ function job(commit: string, extra: Partial<ObservedJob> = {}): ObservedJob {
     resourceVersion: '1',
     app: 'weather',
     commit,
+    buildSpec: buildSpecHash(app(commit)),
     createdAt: '2026-11-21T10:00:00Z',
     active: 1,
     deleting: false,
@@ -118,6 +119,18 @@ describe('planBuild', () => {
     expect(first.running).toBe(true);
     const again = planBuild({ app: app(), jobs: [job(C1)], pods: [], images });
     expect(again.actions).toEqual([]);
+  });
+
+  it('builds the commit again when the build settings change, superseding the running build', () => {
+    const changed = app(C1, (x) => {
+      if (x.spec.build) x.spec.build.dockerfile = 'other.Dockerfile';
+    });
+    expect(buildJobName(changed, C1)).not.toBe(job(C1).name);
+    const plan = planBuild({ app: changed, jobs: [job(C1)], pods: [], images });
+    expect(plan.actions).toEqual([
+      expect.objectContaining({ kind: 'deleteJob', name: job(C1).name }),
+      expect.objectContaining({ kind: 'createJob' }),
+    ]);
   });
 
   it('supersedes a running older build when a newer commit arrives', () => {
