@@ -9,6 +9,7 @@ import { webhookCandidates } from './api/webhook-apps.ts';
 import { webhooksPlugin } from './api/webhooks.ts';
 import { DEFAULT_BUILD_IMAGES } from './build/job.ts';
 import { AppController } from './controller/app-controller.ts';
+import { Metrics } from './controller/metrics.ts';
 import { Sources } from './controller/sources.ts';
 import { checkGitUrl } from './git/url.ts';
 import { loadKubeConfig } from './kube/client.ts';
@@ -117,12 +118,17 @@ async function main(): Promise<void> {
   let shuttingDown = false;
   let elector: LeaderElector | undefined;
 
+  const metrics = new Metrics();
   let controller: AppController | undefined;
   const sources = new Sources({
     kubeConfig,
     logger: log,
     allowFile: config.allowFileGit,
     changed: (keys) => controller?.enqueue(keys),
+    onPoll: (info) => {
+      metrics.gitResolve.observe(info.durationMs / 1000);
+      if (info.error) metrics.gitErrors.inc({ reason: info.error.reason });
+    },
   });
   controller = new AppController({
     kubeConfig,
@@ -134,18 +140,24 @@ async function main(): Promise<void> {
     sources,
     buildImages: { buildkit: config.buildkitImage, kaniko: config.kanikoImage },
     checkGitUrl: (url) => checkGitUrl(url, { allowFile: config.allowFileGit }),
+    metrics,
   });
   const apps = controller;
 
   // Request logs are noise for probes; warnings and errors still show.
   const server = Fastify({ loggerInstance: log.child({ component: 'http' }, { level: 'warn' }) });
   server.get('/healthz', async () => ({ status: 'ok' }));
+  server.get('/metrics', async (_req, reply) => {
+    apps.refreshGauges();
+    return reply.header('Content-Type', metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
   await server.register(webhooksPlugin, {
     candidates: (hint) => webhookCandidates(kubeConfig, apps.caches.apps.list(), hint),
     onPush: async (matched) => {
       await sources.poller.trigger(matched.map((m) => `${m.namespace}/${m.name}`)).done;
     },
     ...(config.webhookSecretFile ? { globalSecret: readFileSync(config.webhookSecretFile) } : {}),
+    onResult: (provider, result) => metrics.webhooks.inc({ provider, result }),
   });
   server.get('/readyz', async (_req, reply) => {
     const ready = !shuttingDown && apps.hasSynced();
@@ -178,6 +190,7 @@ async function main(): Promise<void> {
     apps.startWorkers();
     return;
   }
+  metrics.leader.set({ name: config.leaderElectionId }, 0);
   elector = new LeaderElector({
     kubeConfig,
     namespace: config.leaderElectionNamespace,
@@ -187,6 +200,7 @@ async function main(): Promise<void> {
     renewDeadlineMs: config.renewDeadlineMs,
     retryPeriodMs: config.retryPeriodMs,
     logger: log.child({ component: 'leader-election' }),
+    onLeadershipChange: (leading) => metrics.leader.set({ name: config.leaderElectionId }, leading ? 1 : 0),
     onStartedLeading: () => {
       log.info({ identity }, 'became leader: reconciling');
       apps.startWorkers();

@@ -7,6 +7,7 @@ import { errorMessage, isConflict, Writer } from '../kube/apply.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import { WorkQueue } from '../kube/workqueue.ts';
 import { type CachedApp, type Caches, makeCaches } from './cache.ts';
+import type { Metrics } from './metrics.ts';
 import { NotLeaderError, Reconciler, type SourceView } from './reconciler.ts';
 
 export interface AppControllerOptions {
@@ -19,6 +20,7 @@ export interface AppControllerOptions {
   sources: SourceView;
   buildImages: BuildImages;
   checkGitUrl: (url: string) => string | undefined;
+  metrics?: Metrics;
 }
 
 /** Changes to an App that matter to the reconciler: not its own status writes. */
@@ -51,6 +53,7 @@ export class AppController {
       sources: options.sources,
       buildImages: options.buildImages,
       checkGitUrl: options.checkGitUrl,
+      ...(options.metrics ? { metrics: options.metrics } : {}),
     });
     const enqueue = (key: string) => this.queue?.add(key);
     this.caches.apps.addHandler({
@@ -92,17 +95,30 @@ export class AppController {
   /** Starts reconciling: on becoming leader. Every App is queued once. */
   startWorkers(): void {
     if (this.queue) return;
-    const queue = new WorkQueue();
+    const metrics = this.options.metrics;
+    const queue = new WorkQueue(metrics ? { metrics: metrics.workqueue() } : {});
     this.queue = queue;
+    let active = 0;
+    metrics?.workers(this.options.concurrency, 0);
     for (const app of this.caches.apps.list()) queue.add(`${app.metadata.namespace}/${app.metadata.name}`);
     const log = this.options.logger;
     this.workers = queue.start(
       this.options.concurrency,
       async (key) => {
         const started = performance.now();
-        const result = await this.reconciler.reconcile(key);
-        log.debug({ app: key, ms: Math.round(performance.now() - started) }, 'reconciled');
-        return result;
+        metrics?.workers(this.options.concurrency, ++active);
+        try {
+          const result = await this.reconciler.reconcile(key);
+          const seconds = (performance.now() - started) / 1000;
+          metrics?.reconciled(seconds, result.requeueAfterMs !== undefined ? 'requeue_after' : 'success');
+          log.debug({ app: key, ms: Math.round(seconds * 1000) }, 'reconciled');
+          return result;
+        } catch (err) {
+          metrics?.reconciled((performance.now() - started) / 1000, 'error');
+          throw err;
+        } finally {
+          metrics?.workers(this.options.concurrency, --active);
+        }
       },
       {
         onError: (key, err) => {
@@ -113,6 +129,22 @@ export class AppController {
         },
       },
     );
+  }
+
+  /** Gauges read at scrape time: Apps by phase, and the queue's in-progress work. */
+  refreshGauges(): void {
+    const metrics = this.options.metrics;
+    if (!metrics) return;
+    const counts = new Map<string, number>();
+    for (const app of this.caches.apps.list()) {
+      const phase = (app.status as { phase?: string } | undefined)?.phase ?? 'Unknown';
+      counts.set(phase, (counts.get(phase) ?? 0) + 1);
+    }
+    metrics.apps.reset();
+    for (const [phase, n] of counts) metrics.apps.set({ phase }, n);
+    const labels = { name: 'app', controller: 'app' };
+    metrics.wqUnfinished.set(labels, this.queue?.unfinishedWorkSeconds() ?? 0);
+    metrics.wqLongest.set(labels, this.queue?.longestRunningProcessorSeconds() ?? 0);
   }
 
   /** Stops reconciling; in-flight reconciles finish (drain). */

@@ -19,6 +19,7 @@ import { type Observed, type ObservedService, observeService } from '../rollout/
 import { isAdopted, restoredServiceManifest, serviceName } from '../rollout/service.ts';
 import { targetRevision } from '../rollout/target.ts';
 import { APPS_INDEX, type CachedApp, type Caches, JOBS_INDEX } from './cache.ts';
+import type { Metrics } from './metrics.ts';
 
 /** Events for a build's transitions: started, succeeded, failed. */
 function buildTransitions(before: AppStatus['build'], after: AppStatus['build']): KubeAction[] {
@@ -79,6 +80,7 @@ export interface ReconcilerOptions {
   buildImages: BuildImages;
   /** Checks a git URL the schema accepted against the operator's policy (file:// only for local use). */
   checkGitUrl: (url: string) => string | undefined;
+  metrics?: Metrics;
   writer: Writer;
   recorder: EventRecorder;
   logger: Logger;
@@ -285,12 +287,42 @@ export class Reconciler {
       this.guard();
       await this.o.writer.writeStatus(namespace, name, resourceVersion, result.status);
       log.debug({ phase: result.status.phase }, 'status written');
+      this.count(cached.status as AppStatus | undefined, result.status);
     }
     // After the status write: a conflict re-plans, and the events come with the plan that lands.
     for (const action of result.actions) {
       if (action.kind === 'event') {
         const { type, reason, message } = action.event;
         await this.o.recorder.record({ namespace, name, ...(uid ? { uid } : {}) }, type, reason, message);
+      }
+    }
+  }
+
+  /** Promotions and finished builds, counted once: only after the status that records them landed. */
+  private count(before: AppStatus | undefined, after: AppStatus): void {
+    const metrics = this.o.metrics;
+    if (!metrics) return;
+    const seen = before?.history?.at(-1)?.promotedAt;
+    for (const entry of after.history ?? []) {
+      if (seen !== undefined && (entry.promotedAt ?? '') <= seen) continue;
+      metrics.promotions.inc({ via: entry.promotedVia ?? 'unknown' });
+      const source = after.source;
+      if (entry.commit && source?.commit === entry.commit && entry.promotedAt) {
+        metrics.commitToActive.observe(
+          Math.max(0, (Date.parse(entry.promotedAt) - Date.parse(source.resolvedAt)) / 1000),
+        );
+      }
+    }
+    const build = after.build;
+    if (
+      build &&
+      (build.phase === 'Succeeded' || build.phase === 'Failed') &&
+      (before?.build?.job !== build.job || before.build.phase !== build.phase)
+    ) {
+      const result = build.phase === 'Succeeded' ? 'success' : 'failure';
+      metrics.builds.inc({ result });
+      if (build.startedAt && build.finishedAt) {
+        metrics.buildDuration.observe({ result }, (Date.parse(build.finishedAt) - Date.parse(build.startedAt)) / 1000);
       }
     }
   }

@@ -310,6 +310,23 @@ describe('blue/green on a real control plane', () => {
     expect(restored.metadata?.labels?.['teal.dev/app']).toBeUndefined();
   });
 
+  it('exposes controller-runtime and Teal metrics that moved, without object names as labels', async () => {
+    const text = await (await fetch(`http://127.0.0.1:${operator.healthPort}/metrics`)).text();
+    const value = (line: string) => {
+      const found = text.split('\n').find((l) => l.startsWith(`${line} `));
+      return found === undefined ? undefined : Number(found.slice(line.length + 1));
+    };
+    expect(value('controller_runtime_reconcile_total{controller="app",result="success"}')).toBeGreaterThan(10);
+    expect(value('controller_runtime_reconcile_time_seconds_count{controller="app"}')).toBeGreaterThan(10);
+    expect(value('workqueue_adds_total{name="app",controller="app"}')).toBeGreaterThan(10);
+    expect(value('workqueue_queue_duration_seconds_count{name="app",controller="app"}')).toBeGreaterThan(10);
+    expect(value('leader_election_master_status{name="teal-controller"}')).toBe(1);
+    expect(value('teal_promotions_total{via="kubectl"}')).toBeGreaterThanOrEqual(2);
+    expect(value('teal_promotions_total{via="first-release"}')).toBeGreaterThanOrEqual(5);
+    expect(value('teal_apps{phase="Healthy"}')).toBeGreaterThanOrEqual(5);
+    for (const name of ['promo', 'stale', 'abort', ns]) expect(text).not.toContain(`"${name}"`);
+  });
+
   it('kept invariant 1 at every active Service change', async () => {
     await new Promise((r) => setTimeout(r, 500));
     expect(invariant.checks()).toBeGreaterThan(5);

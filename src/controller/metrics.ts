@@ -1,0 +1,165 @@
+// Prometheus metrics: controller-runtime's names, so existing dashboards for
+// kubebuilder operators work, plus Teal's own teal_* families. No object
+// names as label values: cardinality stays bounded with 10k Apps.
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { WorkqueueMetrics } from '../kube/workqueue.ts';
+
+const CONTROLLER = 'app';
+const latencyBuckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly reconcileTotal = new Counter({
+    name: 'controller_runtime_reconcile_total',
+    help: 'Total number of reconciliations per controller',
+    labelNames: ['controller', 'result'],
+    registers: [this.registry],
+  });
+  readonly reconcileErrors = new Counter({
+    name: 'controller_runtime_reconcile_errors_total',
+    help: 'Total number of reconciliation errors per controller',
+    labelNames: ['controller'],
+    registers: [this.registry],
+  });
+  readonly reconcileTime = new Histogram({
+    name: 'controller_runtime_reconcile_time_seconds',
+    help: 'Length of time per reconciliation per controller',
+    labelNames: ['controller'],
+    buckets: latencyBuckets,
+    registers: [this.registry],
+  });
+  readonly maxConcurrent = new Gauge({
+    name: 'controller_runtime_max_concurrent_reconciles',
+    help: 'Maximum number of concurrent reconciles per controller',
+    labelNames: ['controller'],
+    registers: [this.registry],
+  });
+  readonly activeWorkers = new Gauge({
+    name: 'controller_runtime_active_workers',
+    help: 'Number of currently used workers per controller',
+    labelNames: ['controller'],
+    registers: [this.registry],
+  });
+  private readonly wqDepth = new Gauge({
+    name: 'workqueue_depth',
+    help: 'Current depth of workqueue',
+    labelNames: ['name', 'controller'],
+    registers: [this.registry],
+  });
+  private readonly wqAdds = new Counter({
+    name: 'workqueue_adds_total',
+    help: 'Total number of adds handled by workqueue',
+    labelNames: ['name', 'controller'],
+    registers: [this.registry],
+  });
+  private readonly wqLatency = new Histogram({
+    name: 'workqueue_queue_duration_seconds',
+    help: 'How long in seconds an item stays in workqueue before being requested',
+    labelNames: ['name', 'controller'],
+    buckets: latencyBuckets,
+    registers: [this.registry],
+  });
+  private readonly wqWork = new Histogram({
+    name: 'workqueue_work_duration_seconds',
+    help: 'How long in seconds processing an item from workqueue takes',
+    labelNames: ['name', 'controller'],
+    buckets: latencyBuckets,
+    registers: [this.registry],
+  });
+  private readonly wqRetries = new Counter({
+    name: 'workqueue_retries_total',
+    help: 'Total number of retries handled by workqueue',
+    labelNames: ['name', 'controller'],
+    registers: [this.registry],
+  });
+  readonly wqUnfinished = new Gauge({
+    name: 'workqueue_unfinished_work_seconds',
+    help: 'How many seconds of work has been done that is in progress and has not been observed by work_duration',
+    labelNames: ['name', 'controller'],
+    registers: [this.registry],
+  });
+  readonly wqLongest = new Gauge({
+    name: 'workqueue_longest_running_processor_seconds',
+    help: 'How many seconds has the longest running processor for workqueue been running',
+    labelNames: ['name', 'controller'],
+    registers: [this.registry],
+  });
+  readonly leader = new Gauge({
+    name: 'leader_election_master_status',
+    help: 'Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master',
+    labelNames: ['name'],
+    registers: [this.registry],
+  });
+  readonly builds = new Counter({
+    name: 'teal_builds_total',
+    help: 'Builds finished, by result',
+    labelNames: ['result'],
+    registers: [this.registry],
+  });
+  readonly buildDuration = new Histogram({
+    name: 'teal_build_duration_seconds',
+    help: 'Duration of finished builds',
+    labelNames: ['result'],
+    buckets: [5, 15, 30, 60, 120, 300, 600, 1200, 1800],
+    registers: [this.registry],
+  });
+  readonly promotions = new Counter({
+    name: 'teal_promotions_total',
+    help: 'Revisions made active, by how (auto, api, cli, kubectl, undo, first-release, fast-track)',
+    labelNames: ['via'],
+    registers: [this.registry],
+  });
+  readonly commitToActive = new Histogram({
+    name: 'teal_commit_to_active_seconds',
+    help: 'From a commit resolved to its revision active',
+    buckets: [5, 15, 30, 60, 120, 300, 600, 1800, 3600, 14400, 86400],
+    registers: [this.registry],
+  });
+  readonly webhooks = new Counter({
+    name: 'teal_webhook_deliveries_total',
+    help: 'Webhook deliveries, by provider and result',
+    labelNames: ['provider', 'result'],
+    registers: [this.registry],
+  });
+  readonly gitResolve = new Histogram({
+    name: 'teal_git_resolve_duration_seconds',
+    help: 'ls-remote latency, one per repository poll',
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly gitErrors = new Counter({
+    name: 'teal_git_resolve_errors_total',
+    help: 'ls-remote failures, by reason',
+    labelNames: ['reason'],
+    registers: [this.registry],
+  });
+  readonly apps = new Gauge({
+    name: 'teal_apps',
+    help: 'Apps by phase',
+    labelNames: ['phase'],
+    registers: [this.registry],
+  });
+
+  /** Hooks for the App controller's workqueue. */
+  workqueue(name = CONTROLLER): WorkqueueMetrics {
+    const labels = { name, controller: CONTROLLER };
+    return {
+      add: () => this.wqAdds.inc(labels),
+      depth: (n) => this.wqDepth.set(labels, n),
+      queueLatency: (s) => this.wqLatency.observe(labels, s),
+      workDuration: (s) => this.wqWork.observe(labels, s),
+      retry: () => this.wqRetries.inc(labels),
+    };
+  }
+
+  reconciled(seconds: number, result: 'success' | 'error' | 'requeue_after'): void {
+    this.reconcileTotal.inc({ controller: CONTROLLER, result });
+    this.reconcileTime.observe({ controller: CONTROLLER }, seconds);
+    if (result === 'error') this.reconcileErrors.inc({ controller: CONTROLLER });
+  }
+
+  workers(max: number, active: number): void {
+    this.maxConcurrent.set({ controller: CONTROLLER }, max);
+    this.activeWorkers.set({ controller: CONTROLLER }, active);
+  }
+}
