@@ -5,6 +5,8 @@ import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
 import { pino } from 'pino';
 import { z } from 'zod';
+import { apiPlugin } from './api/actions.ts';
+import { REDACT_PATHS } from './api/auth.ts';
 import { webhookCandidates } from './api/webhook-apps.ts';
 import { webhooksPlugin } from './api/webhooks.ts';
 import { DEFAULT_BUILD_IMAGES } from './build/job.ts';
@@ -44,7 +46,7 @@ const USAGE = `teal: the Teal operator
   --leader-election-id NAME         name of the Lease (default: teal-controller)
   --lease-duration 15s --renew-deadline 10s --retry-period 2s
   --concurrency N                   concurrent reconciles (default: 4)
-  --http-addr HOST:PORT             the HTTP server: /healthz, /readyz, /webhooks (default: 127.0.0.1:8081)
+  --http-addr HOST:PORT             the HTTP server: /api/v1, /webhooks, /healthz, /readyz, /metrics (default: 127.0.0.1:8081)
   --webhook-secret-file PATH        a global webhook secret, besides each App's webhookSecretRef
   --log-level LEVEL                 trace|debug|info|warn|error (default: info)
   --allow-file-git                  accept file:// git URLs (local development only)
@@ -112,7 +114,12 @@ async function main(): Promise<void> {
     console.error(`teal: ${err instanceof Error ? err.message : String(err)}\n\n${USAGE}`);
     process.exit(2);
   }
-  const log = pino({ level: config.logLevel, base: { component: 'teal' } });
+  // Bearer tokens in request headers never reach the logs.
+  const log = pino({
+    level: config.logLevel,
+    base: { component: 'teal' },
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+  });
   const kubeConfig = loadKubeConfig(config.kubeconfig);
   const identity = defaultIdentity();
   let shuttingDown = false;
@@ -150,6 +157,12 @@ async function main(): Promise<void> {
   server.get('/metrics', async (_req, reply) => {
     apps.refreshGauges();
     return reply.header('Content-Type', metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
+  await server.register(apiPlugin, {
+    kubeConfig,
+    apps: () => apps.caches.apps,
+    isReady: () => !shuttingDown && apps.hasSynced(),
+    logger: log.child({ component: 'api' }),
   });
   await server.register(webhooksPlugin, {
     candidates: (hint) => webhookCandidates(kubeConfig, apps.caches.apps.list(), hint),

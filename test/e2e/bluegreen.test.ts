@@ -327,6 +327,14 @@ describe('blue/green on a real control plane', () => {
     for (const name of ['promo', 'stale', 'abort', ns]) expect(text).not.toContain(`"${name}"`);
   });
 
+  it('serves the HTTP API, which refuses callers without a token', async () => {
+    const res = await fetch(`http://127.0.0.1:${operator.healthPort}/api/v1/namespaces/${ns}/apps/first/promote`, {
+      method: 'POST',
+    });
+    expect(res.status).toBe(401);
+    expect(await res.json()).toMatchObject({ error: 'Unauthorized' });
+  });
+
   it('kept invariant 1 at every active Service change', async () => {
     await new Promise((r) => setTimeout(r, 500));
     expect(invariant.checks()).toBeGreaterThan(5);

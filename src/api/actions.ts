@@ -1,0 +1,414 @@
+// The HTTP API (DESIGN §3.3): Apps as the informer cache sees them, and the
+// actions of §3.2. An action is recorded as an intent annotation on the App,
+// written with the operator's identity on behalf of the caller, whom a
+// TokenReview names and a SubjectAccessReview with the action as verb allows.
+// The reconciler carries the intent out and checks it again: the 409s here
+// only spare callers an intent that would be refused anyway.
+//
+// A fastify plugin, kept encapsulated (no fastify-plugin) so its JSON parser,
+// error handler and log serializers stay on its own routes.
+import { randomUUID } from 'node:crypto';
+import { CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { ACTIONS, type Action, IntentSchema, intentAnnotation, readIntents } from '../app/intents.ts';
+import { DNS1123_LABEL } from '../app/patterns.ts';
+import { GROUP, PLURAL, VERSION } from '../app/schema.ts';
+import type { CachedApp } from '../controller/cache.ts';
+import { errorMessage } from '../kube/apply.ts';
+import type { Informer } from '../kube/informer.ts';
+import { type AccessRequest, type ApiAuth, KubeAuth, type UserInfo } from './auth.ts';
+import { ApiError } from './errors.ts';
+
+/** The part of the App informer the API reads. */
+export type AppCache = Pick<Informer<CachedApp>, 'get' | 'list' | 'listByNamespace'>;
+
+type LogFn = (obj: object, msg?: string) => void;
+
+/** The part of a pino logger used here. */
+export interface ApiLogger {
+  debug: LogFn;
+  info: LogFn;
+  warn: LogFn;
+  error: LogFn;
+}
+
+export interface ApiOptions {
+  /** The operator's own identity: reviews tokens and access, and writes the intents. */
+  kubeConfig: KubeConfig;
+  /** The App cache; a getter, as the caches may be built after the routes. */
+  apps: () => AppCache;
+  /** False until the App cache has synced: every route answers 503 meanwhile. */
+  isReady: () => boolean;
+  /** Audit lines and failures; defaults to the request's logger. */
+  logger?: ApiLogger;
+  /** How long a positive TokenReview is trusted; default 10 s. */
+  tokenCacheTtlMs?: number;
+  /** Largest action body, in bytes; default 16 KiB. */
+  bodyLimit?: number;
+  /** Replaces the TokenReview and SubjectAccessReview checks (tests). */
+  auth?: ApiAuth;
+}
+
+export const DEFAULT_API_BODY_LIMIT = 16 * 1024;
+
+// ---- request bodies ----
+
+export const ActionBodySchemas = {
+  promote: z.strictObject({
+    revision: z.int().min(1).optional(),
+    full: z.boolean().optional(),
+  }),
+  abort: z.strictObject({}),
+  retry: z.strictObject({}),
+  undo: z.strictObject({
+    toRevision: z.int().min(1).optional(),
+    preview: z.boolean().optional(),
+  }),
+  pause: z.strictObject({}),
+  resume: z.strictObject({}),
+} as const satisfies Record<Action, z.ZodType>;
+
+export type ActionBody<A extends Action> = z.output<(typeof ActionBodySchemas)[A]>;
+
+/**
+ * Validates an action body as Kubernetes does with strict field validation:
+ * an unknown field or a body that is not an object is a 400, a wrong value a 422.
+ */
+export function parseActionBody(action: Action, body: unknown): Record<string, unknown> {
+  if (body === undefined || body === null) return {};
+  if (typeof body !== 'object' || Array.isArray(body)) throw new ApiError(400, 'the body must be a JSON object');
+  const result = ActionBodySchemas[action].safeParse(body);
+  if (result.success) return result.data;
+  const unknown = result.error.issues.flatMap((i) => (i.code === 'unrecognized_keys' ? i.keys : []));
+  if (unknown.length > 0) {
+    const fields = unknown.map((k) => `"${k}"`).join(', ');
+    throw new ApiError(400, `unknown field${unknown.length > 1 ? 's' : ''} ${fields} in the ${action} body`);
+  }
+  throw new ApiError(
+    422,
+    result.error.issues.map((i) => (i.path.length > 0 ? `${i.path.join('.')}: ${i.message}` : i.message)).join('; '),
+  );
+}
+
+// ---- the App as the API shows it ----
+
+// Lenient: a field the API cannot read is left out rather than failing the request.
+const RevisionView = z.looseObject({ revision: z.int().min(1), podTemplateHash: z.string().optional() });
+const HistoryView = z.looseObject({ revision: z.int().min(1) });
+const StatusView = z.looseObject({
+  active: RevisionView.optional().catch(undefined),
+  preview: RevisionView.optional().catch(undefined),
+  stable: RevisionView.optional().catch(undefined),
+  history: z.array(HistoryView).optional().catch(undefined),
+  abort: RevisionView.optional().catch(undefined),
+  handledIntents: z.record(z.string(), z.string().optional()).optional().catch(undefined),
+});
+type StatusView = z.output<typeof StatusView>;
+
+function readStatus(raw: unknown): StatusView {
+  const parsed = StatusView.safeParse(raw);
+  return parsed.success ? parsed.data : {};
+}
+
+export interface PendingIntent {
+  action: Action;
+  id: string;
+  by: string;
+  via: string;
+  at: string;
+}
+
+export interface AppView {
+  metadata: {
+    namespace: string;
+    name: string;
+    uid?: string;
+    generation?: number;
+    resourceVersion: string;
+    deletionTimestamp?: string;
+  };
+  /** The status as the operator wrote it, without the revisions and its intent bookkeeping. */
+  status: Record<string, unknown>;
+  revisions: {
+    active?: Record<string, unknown>;
+    preview?: Record<string, unknown>;
+    stable?: Record<string, unknown>;
+    history: Record<string, unknown>[];
+  };
+  /** Actions recorded but not carried out yet, oldest first. */
+  pendingIntents: PendingIntent[];
+}
+
+export function appView(app: CachedApp): AppView {
+  const { active, preview, stable, history, handledIntents, ...rest } = readStatus(app.status);
+  const m = app.metadata;
+  const pendingIntents = readIntents(m.annotations).intents.flatMap((i) =>
+    handledIntents?.[i.action] === i.id ? [] : [{ action: i.action, id: i.id, by: i.by, via: i.via, at: i.at }],
+  );
+  return {
+    metadata: {
+      namespace: m.namespace,
+      name: m.name,
+      ...(m.uid !== undefined ? { uid: m.uid } : {}),
+      ...(m.generation !== undefined ? { generation: m.generation } : {}),
+      resourceVersion: m.resourceVersion,
+      ...(m.deletionTimestamp !== undefined ? { deletionTimestamp: m.deletionTimestamp } : {}),
+    },
+    status: rest,
+    revisions: {
+      ...(active ? { active } : {}),
+      ...(preview ? { preview } : {}),
+      ...(stable ? { stable } : {}),
+      history: history ?? [],
+    },
+    pendingIntents,
+  };
+}
+
+/** Why an action cannot apply to the App as cached, or undefined when it can. */
+export function conflictOf(app: CachedApp, action: Action, body: Record<string, unknown>): string | undefined {
+  const status = readStatus(app.status);
+  const id = `${app.metadata.namespace}/${app.metadata.name}`;
+  if (app.metadata.deletionTimestamp !== undefined) return `App ${id} is being deleted`;
+  switch (action) {
+    case 'promote': {
+      const preview = status.preview;
+      const wanted = typeof body.revision === 'number' ? body.revision : undefined;
+      if (!preview) {
+        return wanted !== undefined
+          ? `revision ${wanted} is not in preview: App ${id} has nothing in preview; nothing changed`
+          : `App ${id} has nothing in preview to promote`;
+      }
+      if (wanted !== undefined && wanted !== preview.revision) {
+        return `revision ${wanted} is not in preview (revision ${preview.revision} is); nothing changed`;
+      }
+      if (status.abort && status.abort.podTemplateHash === preview.podTemplateHash) {
+        return `revision ${preview.revision} was aborted; retry it first`;
+      }
+      return undefined;
+    }
+    case 'retry':
+      return status.abort ? undefined : `App ${id} has nothing aborted to retry`;
+    case 'undo': {
+      const to = typeof body.toRevision === 'number' ? body.toRevision : undefined;
+      if (to === undefined || status.history?.some((h) => h.revision === to)) return undefined;
+      const known = status.history?.map((h) => h.revision).join(', ') || 'none';
+      return `revision ${to} is not in the history of App ${id} (revisions: ${known})`;
+    }
+    default:
+      return undefined;
+  }
+}
+
+// ---- the plugin ----
+
+const NOT_READY = 'the App cache is not synced yet; try again shortly';
+
+// Nothing of the request but these reaches a log line: never its headers.
+const logSerializers = {
+  req: (req: FastifyRequest) => ({
+    method: req.method,
+    url: req.url,
+    remoteAddress: req.ip,
+  }),
+};
+
+type AppParams = { ns: string; name: string };
+type ActionParams = AppParams & { action: string };
+
+const isAction = (s: string): s is Action => (ACTIONS as readonly string[]).includes(s);
+// Names that cannot exist are answered like Apps that do not.
+const validName = (ns: string, name: string) => DNS1123_LABEL.test(ns) && DNS1123_LABEL.test(name);
+
+export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) => {
+  const bodyLimit = opts.bodyLimit ?? DEFAULT_API_BODY_LIMIT;
+  if (!Number.isSafeInteger(bodyLimit) || bodyLimit <= 0) throw new Error('api: bodyLimit must be a positive integer');
+  const auth =
+    opts.auth ??
+    new KubeAuth({
+      kubeConfig: opts.kubeConfig,
+      ...(opts.tokenCacheTtlMs !== undefined ? { tokenCacheTtlMs: opts.tokenCacheTtlMs } : {}),
+    });
+  const custom = opts.kubeConfig.makeApiClient(CustomObjectsApi);
+  const logger = (request: FastifyRequest): ApiLogger => opts.logger ?? request.log;
+  const users = new WeakMap<FastifyRequest, UserInfo>();
+
+  // JSON only, and an empty body is an empty object: `curl -X POST` with no -d must work.
+  const json = fastify.getDefaultJsonParser('error', 'error');
+  fastify.removeAllContentTypeParsers();
+  fastify.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, (request, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.trim() === '') return done(null, {});
+    return json(request, text, done);
+  });
+
+  fastify.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
+    if (error instanceof ApiError) return send(reply, error);
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || error.statusCode === 413) {
+      return send(reply, new ApiError(413, `the request body exceeds ${bodyLimit} bytes`));
+    }
+    if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+      return send(reply, new ApiError(400, 'the body must be application/json'));
+    }
+    if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+      return send(reply, new ApiError(400, error.message));
+    }
+    logger(request).error({ err: error, url: request.url }, 'API request failed');
+    return send(reply, new ApiError(500, 'internal error'));
+  });
+
+  /** Authenticates, then authorizes; runs before the body is read, so strangers cost no parsing. */
+  const guard = (access: (request: FastifyRequest) => AccessRequest) => async (request: FastifyRequest) => {
+    const user = await auth.authenticate(request.headers.authorization);
+    const wanted = access(request);
+    try {
+      await auth.authorize(user, wanted);
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 403) {
+        logger(request).info({ user: user.username, ...wanted }, 'API request forbidden');
+      }
+      throw err;
+    }
+    users.set(request, user);
+  };
+
+  const ready = () => {
+    if (!opts.isReady()) throw new ApiError(503, NOT_READY, { 'retry-after': '1' });
+  };
+
+  const lookup = (ns: string, name: string): CachedApp => {
+    const app = validName(ns, name) ? opts.apps().get(ns, name) : undefined;
+    if (!app) throw new ApiError(404, `App ${ns}/${name} not found`);
+    return app;
+  };
+
+  fastify.get<{ Querystring: { namespace?: string | string[] } }>(
+    '/api/v1/apps',
+    {
+      logSerializers,
+      onRequest: guard((request) => {
+        const query = request.query as { namespace?: unknown };
+        const namespace = query.namespace;
+        if (namespace !== undefined && typeof namespace !== 'string') {
+          throw new ApiError(400, 'namespace must be given at most once');
+        }
+        return namespace ? { verb: 'list', namespace } : { verb: 'list' };
+      }),
+    },
+    async (request, reply) => {
+      ready();
+      const namespace = request.query.namespace;
+      const cache = opts.apps();
+      const apps = typeof namespace === 'string' && namespace !== '' ? cache.listByNamespace(namespace) : cache.list();
+      const items = apps
+        .map(appView)
+        .sort(
+          (a, b) =>
+            a.metadata.namespace.localeCompare(b.metadata.namespace) || a.metadata.name.localeCompare(b.metadata.name),
+        );
+      return reply.header('cache-control', 'no-store').send({ items });
+    },
+  );
+
+  fastify.get<{ Params: AppParams }>(
+    '/api/v1/namespaces/:ns/apps/:name',
+    {
+      logSerializers,
+      onRequest: guard((request) => {
+        const { ns, name } = request.params as AppParams;
+        return { verb: 'get', namespace: ns, name };
+      }),
+    },
+    async (request, reply) => {
+      ready();
+      const app = lookup(request.params.ns, request.params.name);
+      return reply.header('cache-control', 'no-store').send(appView(app));
+    },
+  );
+
+  fastify.post<{ Params: ActionParams }>(
+    '/api/v1/namespaces/:ns/apps/:name/:action',
+    {
+      bodyLimit,
+      logSerializers,
+      onRequest: async (request) => {
+        const { ns, name, action } = request.params as ActionParams;
+        // An unknown action is no verb worth a review.
+        if (!isAction(action)) throw new ApiError(404, `unknown action "${action}": one of ${ACTIONS.join(', ')}`);
+        await guard(() => ({ verb: action, namespace: ns, name }))(request);
+      },
+    },
+    async (request, reply) => {
+      const { ns, name, action } = request.params;
+      const user = users.get(request);
+      // onRequest has checked both; this only narrows the types.
+      if (!isAction(action) || !user) throw new ApiError(500, 'request not authorized');
+      ready();
+      const body = parseActionBody(action, request.body);
+      const app = lookup(ns, name);
+      const conflict = conflictOf(app, action, body);
+      if (conflict !== undefined) {
+        logger(request).info({ user: user.username, action, namespace: ns, name, conflict }, 'action refused');
+        throw new ApiError(409, conflict);
+      }
+
+      const intent = IntentSchema.safeParse({
+        id: randomUUID(),
+        by: user.username,
+        via: 'api',
+        at: new Date().toISOString(),
+        ...body,
+      });
+      if (!intent.success) throw new ApiError(422, intent.error.issues.map((i) => i.message).join('; '));
+      const id = intent.data.id;
+      try {
+        await custom.patchNamespacedCustomObject(
+          {
+            group: GROUP,
+            version: VERSION,
+            namespace: ns,
+            plural: PLURAL,
+            name,
+            fieldManager: 'teal-api',
+            // The uid makes the write fail if the App was replaced since the checks above.
+            body: {
+              metadata: {
+                ...(app.metadata.uid !== undefined ? { uid: app.metadata.uid } : {}),
+                annotations: { [intentAnnotation(action)]: JSON.stringify(intent.data) },
+              },
+            },
+          },
+          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+        );
+      } catch (err) {
+        throw patchError(err, ns, name, request, logger(request));
+      }
+      logger(request).info(
+        { user: user.username, action, namespace: ns, name, id, ...body },
+        `${action} recorded for ${ns}/${name}`,
+      );
+      return reply.code(202).send({ accepted: true, action, id });
+    },
+  );
+
+  // Any other path under /api/v1 gets a JSON 404, not fastify's.
+  fastify.all('/api/v1/*', { logSerializers }, async (request) => {
+    throw new ApiError(404, `no route ${request.method} ${request.url.split('?')[0]}`);
+  });
+};
+
+function send(reply: FastifyReply, error: ApiError): FastifyReply {
+  return reply.code(error.status).headers(error.headers).send(error.body);
+}
+
+function patchError(err: unknown, ns: string, name: string, request: FastifyRequest, log: ApiLogger): ApiError {
+  const code = (err as { code?: unknown }).code;
+  if (code === 404) return new ApiError(404, `App ${ns}/${name} not found`);
+  // A uid that no longer matches (the App was deleted and created again) is a 422 "field is immutable".
+  const replaced = code === 409 || (code === 422 && String((err as { body?: unknown }).body).includes('metadata.uid'));
+  if (replaced) return new ApiError(409, `App ${ns}/${name} was replaced meanwhile; try again`);
+  if (code === 422) return new ApiError(422, errorMessage(err));
+  log.error({ namespace: ns, name, url: request.url, error: errorMessage(err) }, 'recording an intent failed');
+  return new ApiError(503, 'the action could not be recorded; try again');
+}
