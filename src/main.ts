@@ -32,6 +32,8 @@ const ConfigSchema = z.strictObject({
   logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error']),
   allowFileGit: z.boolean(),
   webhookSecretFile: z.string().optional(),
+  tlsCertFile: z.string().optional(),
+  tlsKeyFile: z.string().optional(),
   buildkitImage: z.string().min(1),
   kanikoImage: z.string().min(1),
 });
@@ -48,6 +50,7 @@ const USAGE = `teal: the Teal operator
   --concurrency N                   concurrent reconciles (default: 4)
   --http-addr HOST:PORT             the HTTP server: /api/v1, /webhooks, /healthz, /readyz, /metrics (default: 127.0.0.1:8081)
   --webhook-secret-file PATH        a global webhook secret, besides each App's webhookSecretRef
+  --tls-cert-file PATH --tls-key-file PATH   serve HTTPS instead of HTTP
   --log-level LEVEL                 trace|debug|info|warn|error (default: info)
   --allow-file-git                  accept file:// git URLs (local development only)
   --buildkit-image IMAGE            build image for engine buildkit (default: ${DEFAULT_BUILD_IMAGES.buildkit})
@@ -74,6 +77,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
       'log-level': { type: 'string', default: env.LOG_LEVEL ?? 'info' },
       'allow-file-git': { type: 'boolean', default: false },
       'webhook-secret-file': { type: 'string' },
+      'tls-cert-file': { type: 'string' },
+      'tls-key-file': { type: 'string' },
       'buildkit-image': { type: 'string', default: DEFAULT_BUILD_IMAGES.buildkit },
       'kaniko-image': { type: 'string', default: DEFAULT_BUILD_IMAGES.kaniko },
       help: { type: 'boolean', short: 'h' },
@@ -97,11 +102,16 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     logLevel: values['log-level'],
     allowFileGit: values['allow-file-git'],
     webhookSecretFile: values['webhook-secret-file'],
+    tlsCertFile: values['tls-cert-file'],
+    tlsKeyFile: values['tls-key-file'],
     buildkitImage: values['buildkit-image'],
     kanikoImage: values['kaniko-image'],
   });
   if (!result.success) {
     throw new Error(result.error.issues.map((i) => `--${String(i.path[0])}: ${i.message}`).join('\n'));
+  }
+  if ((result.data.tlsCertFile === undefined) !== (result.data.tlsKeyFile === undefined)) {
+    throw new Error('--tls-cert-file and --tls-key-file go together');
   }
   return result.data;
 }
@@ -152,7 +162,11 @@ async function main(): Promise<void> {
   const apps = controller;
 
   // Request logs are noise for probes; warnings and errors still show.
-  const server = Fastify({ loggerInstance: log.child({ component: 'http' }, { level: 'warn' }) });
+  const https =
+    config.tlsCertFile && config.tlsKeyFile
+      ? { https: { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile) } }
+      : {};
+  const server = Fastify({ loggerInstance: log.child({ component: 'http' }, { level: 'warn' }), ...https });
   server.get('/healthz', async () => ({ status: 'ok' }));
   server.get('/metrics', async (_req, reply) => {
     apps.refreshGauges();

@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Agent, fetch } from 'undici';
 import { inject } from 'vitest';
 import { waitFor } from './kube.ts';
 
@@ -34,6 +35,8 @@ export async function freePort(): Promise<number> {
 
 export interface OperatorOptions {
   namespace: string;
+  /** Serve HTTPS with this certificate (PEM files) and trust its CA for the readiness check. */
+  tls?: { certFile: string; keyFile: string; ca: string };
   /** Short lease timings keep handover tests quick; the defaults are client-go's. */
   lease?: { duration: string; renew: string; retry: string };
   extraArgs?: string[];
@@ -60,8 +63,11 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
     `127.0.0.1:${healthPort}`,
     '--log-level',
     'debug',
+    ...(options.tls ? ['--tls-cert-file', options.tls.certFile, '--tls-key-file', options.tls.keyFile] : []),
     ...(options.extraArgs ?? []),
   ];
+  const dispatcher = options.tls ? new Agent({ connect: { ca: options.tls.ca } }) : undefined;
+  const scheme = options.tls ? 'https' : 'http';
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   // Also on disk, to read after a failed run: $TMPDIR/teal-e2e-<namespace>.log
   const logFile = join(tmpdir(), `teal-e2e-${options.namespace}.log`);
@@ -77,7 +83,7 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
     'the operator to be ready',
     async () => {
       if (child.exitCode !== null) throw new Error(`operator exited (${child.exitCode}):\n${output}`);
-      const res = await fetch(`http://127.0.0.1:${healthPort}/readyz`);
+      const res = await fetch(`${scheme}://127.0.0.1:${healthPort}/readyz`, dispatcher ? { dispatcher } : {});
       return res.ok ? true : undefined;
     },
     { timeoutMs: 30_000 },
