@@ -217,7 +217,6 @@ function rollout(p: Planner): void {
     if (activeRS.specReplicas !== replicas || activeRS.scaleDownAt) {
       p.actions.push({ kind: 'patchReplicaSet', name: activeRS.name, replicas, scaleDownAt: null });
     }
-    delete status.pin;
     if (!isFullyAvailable(activeRS, replicas)) {
       phase = 'Progressing';
       message = `revision ${activeRS.revision}: ${activeRS.availableReplicas}/${replicas} pods available`;
@@ -337,6 +336,10 @@ function rollout(p: Planner): void {
   if (deadline && phase !== 'Degraded') {
     phase = 'Degraded';
     message = status.conditions?.find((c) => c.type === 'ProgressDeadlineExceeded')?.message ?? message;
+  }
+  if (paused && phase === 'Healthy') {
+    phase = 'Paused';
+    message = `paused by ${status.pause?.by ?? 'spec.paused'}; ${message}`;
   }
   if (input.buildFailure && phase !== 'Degraded') {
     phase = 'Degraded';

@@ -461,6 +461,16 @@ describe('undo', () => {
     expect(w.replicaSets.size).toBe(2);
     expect(w.status.history?.at(-1)).toMatchObject({ revision: 1, promotedVia: 'undo', promotedBy: 'alice' });
     expect(w.status.phase).toBe('Healthy');
+    // It stays: the spec did not change, and a pause and resume do not end it either.
+    w.advance(60);
+    w.converge();
+    w.reconcile([intent('pause')]);
+    w.reconcile([intent('resume')]);
+    w.settle();
+    w.converge();
+    expect(w.activeHash()).toBe(h1);
+    expect(w.status.pin).toMatchObject({ revision: 1 });
+    expect(w.status.preview).toBeUndefined();
   });
 
   it('after the scale-down, still goes active without a pause', () => {
@@ -519,6 +529,15 @@ describe('pause and resume', () => {
     w.converge();
     expect(w.previewHash()).toBe(h2);
     expect(w.activeHash()).toBe(h1);
+  });
+
+  it('shows Paused while paused by hand, even with nothing in flight', () => {
+    const { w } = released();
+    w.reconcile([intent('pause')]);
+    expect(w.status.phase).toBe('Paused');
+    expect(w.status.message).toMatch(/^paused by alice/);
+    w.reconcile([intent('resume')]);
+    expect(w.status.phase).toBe('Healthy');
   });
 
   it('promotes nothing while paused', () => {

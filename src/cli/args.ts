@@ -1,0 +1,326 @@
+// The command line: one spec per command (its flags, arguments and help),
+// parsed with util.parseArgs. Flags may come before or after the command, as
+// kubectl allows; kubectl itself passes everything after "teal" unchanged.
+import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
+import { UsageError } from './errors.ts';
+import { FORMATS, type Format } from './output.ts';
+
+interface Flag {
+  type: 'string' | 'boolean';
+  short?: string;
+  /** Placeholder of a string flag's value in the help. */
+  value?: string;
+  help: string;
+}
+
+export interface CommandSpec {
+  name: string;
+  /** What follows the command name in the usage line. */
+  usage: string;
+  summary: string;
+  /** Names of the positional arguments, all required. */
+  args: readonly string[];
+  flags: Record<string, Flag>;
+  examples: readonly string[];
+}
+
+const GLOBAL: Record<string, Flag> = {
+  namespace: { type: 'string', short: 'n', value: 'NS', help: 'namespace of the App (default: the context namespace)' },
+  context: { type: 'string', value: 'NAME', help: 'kubeconfig context to use' },
+  kubeconfig: { type: 'string', value: 'PATH', help: 'kubeconfig file (default: $KUBECONFIG or ~/.kube/config)' },
+  help: { type: 'boolean', short: 'h', help: 'show this help' },
+};
+
+const OUTPUT: Record<string, Flag> = {
+  output: { type: 'string', short: 'o', value: 'FORMAT', help: 'print json or yaml instead of text' },
+};
+
+const command = (
+  name: string,
+  usage: string,
+  summary: string,
+  args: readonly string[],
+  flags: Record<string, Flag>,
+  examples: readonly string[],
+): CommandSpec => ({ name, usage, summary, args, flags: { ...flags, ...GLOBAL }, examples });
+
+export const COMMANDS: readonly CommandSpec[] = [
+  command(
+    'list',
+    '[-A]',
+    'List Apps: NAME PHASE ACTIVE PREVIEW COMMIT AGE',
+    [],
+    {
+      'all-namespaces': { type: 'boolean', short: 'A', help: 'list the Apps of every namespace' },
+      ...OUTPUT,
+    },
+    ['kubectl teal list -n demo', 'kubectl teal list -A -o yaml'],
+  ),
+  command(
+    'get',
+    'APP [--watch]',
+    'Show an App as a tree: revisions, ReplicaSets, pods and the build Job',
+    ['APP'],
+    {
+      watch: { type: 'boolean', short: 'w', help: 'redraw whenever the App, its ReplicaSets, pods or Jobs change' },
+      ...OUTPUT,
+    },
+    ['kubectl teal get weather', 'kubectl teal get weather -w', 'kubectl teal get weather -o json'],
+  ),
+  command(
+    'promote',
+    'APP [--full] [--revision N]',
+    'Promote the revision in preview to active',
+    ['APP'],
+    {
+      full: { type: 'boolean', help: 'skip the remaining waits' },
+      revision: {
+        type: 'string',
+        value: 'N',
+        help: 'promote only if revision N is the one in preview (refused otherwise)',
+      },
+    },
+    ['kubectl teal promote weather', 'kubectl teal promote weather --revision 7'],
+  ),
+  command(
+    'abort',
+    'APP',
+    'Abort the release in progress: active stays on, or returns to, the stable revision',
+    ['APP'],
+    {},
+    ['kubectl teal abort weather'],
+  ),
+  command('retry', 'APP', 'Clear an abort, so the desired revision is tried again', ['APP'], {}, [
+    'kubectl teal retry weather',
+  ]),
+  command(
+    'undo',
+    'APP [--to-revision N] [--preview]',
+    'Return to the previous stable revision, or to revision N',
+    ['APP'],
+    {
+      'to-revision': {
+        type: 'string',
+        value: 'N',
+        help: 'the revision to return to (default: the previous stable one)',
+      },
+      preview: { type: 'boolean', help: 'stage it as a preview, to promote, instead of going active at once' },
+    },
+    ['kubectl teal undo weather', 'kubectl teal undo weather --to-revision 3 --preview'],
+  ),
+  command('pause', 'APP', 'Pause the App: nothing new is deployed or promoted', ['APP'], {}, [
+    'kubectl teal pause weather',
+  ]),
+  command('resume', 'APP', 'Resume a paused App', ['APP'], {}, ['kubectl teal resume weather']),
+  command(
+    'status',
+    'APP [--timeout 5m]',
+    'Wait until the App is Healthy, Paused or Degraded; the exit code says which',
+    ['APP'],
+    {
+      timeout: {
+        type: 'string',
+        value: 'DURATION',
+        help: 'give up after this long, e.g. 90s, 5m (default 5m; 0: no limit)',
+      },
+      ...OUTPUT,
+    },
+    ['kubectl teal status weather', 'kubectl teal status weather --timeout 10m || echo "not healthy"'],
+  ),
+  command(
+    'logs',
+    'APP [-f] [--commit SHA]',
+    "Print the logs of the App's current build, or of the build of a commit",
+    ['APP'],
+    {
+      follow: { type: 'boolean', short: 'f', help: 'stream the logs until the build ends' },
+      commit: {
+        type: 'string',
+        value: 'SHA',
+        help: 'the build of this commit (a SHA, or a prefix of 4 or more hex digits)',
+      },
+    },
+    ['kubectl teal logs weather -f', 'kubectl teal logs weather --commit 1a2b3c4'],
+  ),
+  command(
+    'set',
+    'image APP IMAGE',
+    'Set the image of an App that deploys a ready image (spec.image)',
+    ['image', 'APP', 'IMAGE'],
+    {},
+    ['kubectl teal set image weather registry.example.com/team/weather:1.4.2'],
+  ),
+  command('version', '', 'Print the version of kubectl-teal', [], {}, ['kubectl teal version']),
+];
+
+export interface Flags {
+  namespace: string | undefined;
+  allNamespaces: boolean;
+  context: string | undefined;
+  kubeconfig: string | undefined;
+  output: Format | undefined;
+  help: boolean;
+  watch: boolean;
+  full: boolean;
+  revision: number | undefined;
+  toRevision: number | undefined;
+  preview: boolean;
+  timeout: string | undefined;
+  follow: boolean;
+  commit: string | undefined;
+}
+
+export type Parsed =
+  | { kind: 'help'; command: CommandSpec | undefined }
+  | { kind: 'run'; command: CommandSpec; args: string[]; flags: Flags };
+
+const findCommand = (name: string) => COMMANDS.find((c) => c.name === name);
+
+/** Flags of any command that take a value, to skip it when looking for the command name. */
+const VALUE_FLAGS = new Set(
+  COMMANDS.flatMap((c) =>
+    Object.entries(c.flags)
+      .filter(([, f]) => f.type === 'string')
+      .flatMap(([name, f]) => [`--${name}`, ...(f.short ? [`-${f.short}`] : [])]),
+  ),
+);
+
+function positiveInt(value: string | undefined, flag: string, cmd: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^[1-9][0-9]*$/.test(value)) throw new UsageError(`--${flag} must be a revision number (1, 2, ...)`, cmd);
+  return Number(value);
+}
+
+export function parse(argv: readonly string[]): Parsed {
+  // The command is the first word that is not a flag or a flag's value.
+  let index = -1;
+  for (let i = 0; i < argv.length; i += 1) {
+    const arg = argv[i] ?? '';
+    if (arg === '--') break;
+    if (arg.startsWith('-')) {
+      if (VALUE_FLAGS.has(arg)) i += 1;
+      continue;
+    }
+    index = i;
+    break;
+  }
+  const rest = [...argv];
+  const name = index >= 0 ? (rest.splice(index, 1)[0] ?? '') : undefined;
+  if (name === undefined) {
+    if (rest.length === 0 || rest.some((a) => a === '-h' || a === '--help'))
+      return { kind: 'help', command: undefined };
+    throw new UsageError(`no command given (flags: ${rest.join(' ')})`);
+  }
+  if (name === 'help') {
+    const about = rest.find((a) => !a.startsWith('-'));
+    if (about === undefined) return { kind: 'help', command: undefined };
+    const spec = findCommand(about);
+    if (!spec) throw new UsageError(`unknown command "${about}"`);
+    return { kind: 'help', command: spec };
+  }
+  const spec = findCommand(name);
+  if (!spec) throw new UsageError(`unknown command "${name}"`);
+
+  const options: ParseArgsOptionsConfig = {};
+  for (const [flag, f] of Object.entries(spec.flags)) {
+    options[flag] = f.short ? { type: f.type, short: f.short } : { type: f.type };
+  }
+  let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({ args: rest, options, allowPositionals: true, strict: true }));
+  } catch (err) {
+    // parseArgs explains unknown flags and missing values well; keep its words, drop its code.
+    const message = err instanceof Error ? err.message.replace(/\. To specify a positional.*$/s, '') : String(err);
+    throw new UsageError(message, spec.name);
+  }
+  const str = (key: string): string | undefined => {
+    const v = values[key];
+    return typeof v === 'string' ? v : undefined;
+  };
+  const bool = (key: string): boolean => values[key] === true;
+
+  if (bool('help')) return { kind: 'help', command: spec };
+
+  if (positionals.length !== spec.args.length) {
+    const missing = spec.args.slice(positionals.length);
+    throw new UsageError(
+      missing.length > 0
+        ? `${spec.name} needs ${missing.join(' and ')}`
+        : `${spec.name} takes ${spec.args.length === 0 ? 'no arguments' : spec.args.join(' ')}; got ${positionals.join(' ')}`,
+      spec.name,
+    );
+  }
+  if (spec.name === 'set' && positionals[0] !== 'image') {
+    throw new UsageError(`"set ${positionals[0] ?? ''}" is not a command: only "set image APP IMAGE"`, spec.name);
+  }
+  const output = str('output');
+  if (output !== undefined && !(FORMATS as readonly string[]).includes(output)) {
+    throw new UsageError(`-o must be json or yaml, not "${output}"`, spec.name);
+  }
+  return {
+    kind: 'run',
+    command: spec,
+    args: spec.name === 'set' ? positionals.slice(1) : positionals,
+    flags: {
+      namespace: str('namespace'),
+      allNamespaces: bool('all-namespaces'),
+      context: str('context'),
+      kubeconfig: str('kubeconfig'),
+      output: output as Format | undefined,
+      help: false,
+      watch: bool('watch'),
+      full: bool('full'),
+      revision: positiveInt(str('revision'), 'revision', spec.name),
+      toRevision: positiveInt(str('to-revision'), 'to-revision', spec.name),
+      preview: bool('preview'),
+      timeout: str('timeout'),
+      follow: bool('follow'),
+      commit: str('commit'),
+    },
+  };
+}
+
+function flagLines(flags: Record<string, Flag>): string[] {
+  const rows = Object.entries(flags).map(([name, f]) => {
+    const short = f.short ? `-${f.short}, ` : '    ';
+    return [`  ${short}--${name}${f.value ? ` ${f.value}` : ''}`, f.help] as const;
+  });
+  const width = Math.max(...rows.map(([left]) => left.length));
+  return rows.map(([left, help]) => `${left.padEnd(width)}   ${help}`);
+}
+
+export function commandHelp(spec: CommandSpec): string {
+  return [
+    `${spec.summary}.`,
+    '',
+    'Usage:',
+    `  kubectl teal ${spec.name}${spec.usage ? ` ${spec.usage}` : ''} [flags]`,
+    '',
+    'Flags:',
+    ...flagLines(spec.flags),
+    '',
+    'Examples:',
+    ...spec.examples.map((e) => `  ${e}`),
+    '',
+  ].join('\n');
+}
+
+export function mainHelp(): string {
+  const width = Math.max(...COMMANDS.map((c) => `${c.name} ${c.usage}`.length));
+  return [
+    'kubectl teal: blue/green releases of Teal Apps (apps.teal.dev).',
+    '',
+    'Usage:',
+    '  kubectl teal COMMAND [flags]',
+    '',
+    'Commands:',
+    ...COMMANDS.map((c) => `  ${`${c.name} ${c.usage}`.trimEnd().padEnd(width)}   ${c.summary}`),
+    '',
+    'Flags of every command:',
+    ...flagLines(GLOBAL),
+    '',
+    'Run "kubectl teal COMMAND --help" for the flags of one command; docs/cli.md has the exit codes.',
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,139 @@
+// `kubectl teal logs APP [-f] [--commit SHA]`: the logs of a build Job's pod,
+// read through the API server with client-node's Log. When the node cannot
+// give logs (a pod gone from its node, or a simulated one), the container's
+// termination message is the next best thing: failed builds keep the tail
+// of their log there (FallbackToLogsOnError).
+import { STATUS_CODES } from 'node:http';
+import { PassThrough } from 'node:stream';
+import { Log, type V1Pod } from '@kubernetes/client-node';
+import { LABEL_COMMIT } from '../../build/job.ts';
+import type { Flags } from '../args.ts';
+import { CliError, EXIT, explain, statusOf, UsageError } from '../errors.ts';
+import { type AppObject, Session } from '../kube.ts';
+
+const JOB_NAME_LABEL = 'batch.kubernetes.io/job-name';
+/** How long a one-shot read may wait for the node, through the API server. */
+const READ_TIMEOUT_MS = 30_000;
+
+const newest = <T extends { metadata?: { creationTimestamp?: Date | string } }>(items: T[]): T | undefined =>
+  [...items].sort((a, b) => time(b) - time(a))[0];
+const time = (o: { metadata?: { creationTimestamp?: Date | string } }) =>
+  new Date(o.metadata?.creationTimestamp ?? 0).getTime();
+
+async function buildJob(session: Session, app: AppObject, commit: string | undefined): Promise<string> {
+  const name = app.metadata.name;
+  if (commit !== undefined) {
+    if (!/^[0-9a-f]{4,40}$/i.test(commit))
+      throw new UsageError('--commit must be a commit SHA or a prefix of it', 'logs');
+    const jobs = (await session.jobs(app)).filter((j) =>
+      (j.metadata?.labels?.[LABEL_COMMIT] ?? '').startsWith(commit.toLowerCase()),
+    );
+    const commits = new Set(jobs.map((j) => j.metadata?.labels?.[LABEL_COMMIT]));
+    if (commits.size > 1) {
+      throw new CliError(`commit ${commit} is ambiguous: builds of ${[...commits].join(', ')}; give more digits`);
+    }
+    const job = newest(jobs);
+    if (!job?.metadata?.name) {
+      throw new CliError(`App "${name}" has no build of commit ${commit} (Teal keeps only recent build Jobs)`);
+    }
+    return job.metadata.name;
+  }
+  const job = app.status?.build?.job;
+  if (job) return job;
+  if (app.spec.image) throw new CliError(`App "${name}" deploys a ready image (spec.image): it has no builds`);
+  throw new CliError(`App "${name}" has no build yet (phase ${app.status?.phase ?? 'unknown'})`);
+}
+
+const started = (pod: V1Pod) =>
+  (pod.status?.containerStatuses ?? []).some((c) => c.state?.running || c.state?.terminated);
+
+export async function logs(args: string[], flags: Flags): Promise<number> {
+  const [name = ''] = args;
+  const session = new Session(flags);
+  const ns = session.namespace;
+  const app = await session.getApp(name);
+  const jobName = await buildJob(session, app, flags.commit);
+  await session.call({ verb: 'get', resource: 'jobs.batch', shown: 'build Job', name: jobName, namespace: ns }, () =>
+    session.batch.readNamespacedJob({ namespace: ns, name: jobName }).catch((err: unknown) => {
+      if (statusOf(err)?.code === 404) {
+        throw new CliError(`build Job "${jobName}" of App "${name}" is gone (Teal keeps only recent build Jobs)`);
+      }
+      throw err;
+    }),
+  );
+
+  // With -f, wait for the pod to exist and its container to start, as kubectl logs -f does.
+  let pod: V1Pod | undefined;
+  for (;;) {
+    const pods = await session.call({ verb: 'list', resource: 'pods', namespace: ns }, () =>
+      session.core.listNamespacedPod({ namespace: ns, labelSelector: `${JOB_NAME_LABEL}=${jobName}` }),
+    );
+    pod = newest(pods.items);
+    if (pod && started(pod)) break;
+    if (!flags.follow) {
+      throw new CliError(
+        pod
+          ? `build pod "${pod.metadata?.name}" has not started yet (${pod.status?.phase ?? 'Pending'}): use -f to wait for it`
+          : `build Job "${jobName}" has no pod yet: use -f to wait for it`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 1_000));
+  }
+  const podName = pod.metadata?.name ?? '';
+  const container = pod.spec?.containers[0]?.name ?? 'build';
+
+  const sink = new PassThrough();
+  let bytes = 0;
+  sink.on('data', (chunk: Buffer) => {
+    bytes += chunk.length;
+    process.stdout.write(chunk);
+  });
+  const ended = new Promise<void>((resolve) => sink.once('end', () => resolve()));
+  const op = {
+    verb: 'read the logs of',
+    rbacVerb: 'get',
+    resource: 'pods/log',
+    shown: 'build pod',
+    name: podName,
+    namespace: ns,
+  };
+  try {
+    const request = new Log(session.kc).log(ns, podName, container, sink, { follow: flags.follow });
+    await (flags.follow
+      ? request
+      : Promise.race([
+          request,
+          new Promise((_, reject) => {
+            setTimeout(
+              () => reject(new CliError(`the node of build pod "${podName}" did not answer within 30 s`)),
+              READ_TIMEOUT_MS,
+            ).unref();
+          }),
+        ]));
+  } catch (err) {
+    const status = statusOf(err);
+    if (status && status.code !== 403 && status.code !== 401 && status.code !== 404) {
+      // client-node keeps the Status message of a 500 only; name the others by their HTTP status.
+      const said = status.status.message ?? `HTTP ${status.code} ${STATUS_CODES[status.code] ?? ''}`.trimEnd();
+      return noLogs(pod, `its node did not serve them (${said})`, EXIT.error);
+    }
+    throw explain(err, { user: session.kubeconfigUser, ...op }, session.server);
+  }
+  await ended;
+  if (bytes === 0) return noLogs(pod, 'its container wrote nothing, or the node no longer has them', EXIT.ok);
+  return EXIT.ok;
+}
+
+/** Says why there are no logs, and shows the termination message when there is one. */
+function noLogs(pod: V1Pod, why: string, code: number): number {
+  const name = pod.metadata?.name ?? '';
+  const terminated = pod.status?.containerStatuses?.[0]?.state?.terminated;
+  process.stderr.write(`${code === EXIT.ok ? '' : 'error: '}build pod "${name}" has no logs to show: ${why}\n`);
+  if (terminated?.message) {
+    process.stderr.write(
+      `its container ended (${terminated.reason ?? 'Terminated'}, exit code ${terminated.exitCode}) with this termination message:\n`,
+    );
+    process.stdout.write(terminated.message.endsWith('\n') ? terminated.message : `${terminated.message}\n`);
+  }
+  return code;
+}

@@ -1,0 +1,140 @@
+// `kubectl teal status APP`: waits until the App settles, then exits with a
+// code scripts can use: 0 Healthy, 1 Degraded, 2 Paused, 3 timeout.
+import { parseDuration } from '../../app/duration.ts';
+import { readIntents } from '../../app/intents.ts';
+import type { Flags } from '../args.ts';
+import { CliError, EXIT, UsageError } from '../errors.ts';
+import { APP_RESOURCE, type AppObject, paths, Session } from '../kube.ts';
+import { formatData, showStatus, useColour } from '../output.ts';
+
+const DEFAULT_TIMEOUT = '5m';
+
+/** Actions recorded on the App that the operator has not carried out yet. */
+function pendingIntents(app: AppObject): string[] {
+  const handled = app.status?.handledIntents ?? {};
+  return readIntents(app.metadata.annotations)
+    .intents.filter((i) => handled[i.action] !== i.id)
+    .map((i) => i.action);
+}
+
+/**
+ * Settled: the operator has seen the current spec (observedGeneration) and
+ * every action recorded so far, and the phase is one that waits for a person
+ * or is final until something changes.
+ */
+function settled(app: AppObject): 'Healthy' | 'Paused' | 'Degraded' | undefined {
+  const status = app.status;
+  if (!status?.phase || status.observedGeneration !== app.metadata.generation) return undefined;
+  if (pendingIntents(app).length > 0) return undefined;
+  if (status.phase === 'Healthy' || status.phase === 'Paused' || status.phase === 'Degraded') return status.phase;
+  return undefined;
+}
+
+const CODES = { Healthy: EXIT.ok, Degraded: EXIT.error, Paused: EXIT.paused } as const;
+
+export async function status(args: string[], flags: Flags): Promise<number> {
+  const [name = ''] = args;
+  let timeoutMs: number;
+  try {
+    timeoutMs = parseDuration(flags.timeout ?? DEFAULT_TIMEOUT);
+  } catch (err) {
+    throw new UsageError(`--timeout: ${(err as Error).message}`, 'status');
+  }
+  const session = new Session(flags);
+  const colour = useColour();
+  const human = flags.output === undefined;
+  let said = '';
+  const say = (app: AppObject) => {
+    const phase = app.status?.phase ?? 'Unknown';
+    const pending = pendingIntents(app);
+    const paused = app.status?.pause ? ` (paused by ${app.status.pause.by})` : '';
+    const waiting = pending.length > 0 ? ` (waiting for the operator to carry out: ${pending.join(', ')})` : '';
+    const line = `${showStatus(phase, colour)}${app.status?.message ? ` - ${app.status.message}` : ''}${paused}${waiting}`;
+    if (human && line !== said) process.stdout.write(`${line}\n`);
+    said = line;
+  };
+  const report = (app: AppObject, result: string, code: number) => {
+    if (flags.output) {
+      process.stdout.write(
+        formatData(
+          {
+            name: app.metadata.name,
+            namespace: app.metadata.namespace,
+            result,
+            exitCode: code,
+            phase: app.status?.phase,
+            message: app.status?.message,
+            generation: app.metadata.generation,
+            observedGeneration: app.status?.observedGeneration,
+            active: app.status?.active?.revision,
+            preview: app.status?.preview?.revision,
+            conditions: app.status?.conditions ?? [],
+          },
+          flags.output,
+        ),
+      );
+    } else if (result === 'Paused') {
+      const pause = app.status?.pause;
+      const preview = app.status?.preview;
+      const why = pause
+        ? `: paused by ${pause.by}; "kubectl teal resume ${name}" carries on`
+        : preview
+          ? `: revision ${preview.revision} waits for "kubectl teal promote ${name}"`
+          : '';
+      process.stdout.write(`App "${name}" is Paused${why}\n`);
+    } else if (result === 'timeout') {
+      process.stdout.write(`timed out after ${flags.timeout ?? DEFAULT_TIMEOUT} waiting for App "${name}" to settle\n`);
+    }
+    return code;
+  };
+
+  let app = await session.getApp(name);
+  say(app);
+  const now = settled(app);
+  if (now) return report(app, now, CODES[now]);
+
+  return new Promise<number>((resolve, reject) => {
+    let checking = false;
+    let again = false;
+    const finish = (outcome: number | CliError) => {
+      stop();
+      clearTimeout(deadline);
+      clearInterval(poll);
+      if (typeof outcome === 'number') resolve(outcome);
+      else reject(outcome);
+    };
+    const check = async () => {
+      if (checking) {
+        again = true;
+        return;
+      }
+      checking = true;
+      try {
+        app = await session.getApp(name);
+        say(app);
+        const result = settled(app);
+        if (result) finish(report(app, result, CODES[result]));
+      } catch (err) {
+        if (err instanceof CliError) finish(err);
+      } finally {
+        checking = false;
+        if (again) {
+          again = false;
+          void check();
+        }
+      }
+    };
+    const ns = session.namespace;
+    const stop = session.watch(
+      paths.apps(ns),
+      { fieldSelector: `metadata.name=${name}` },
+      () => void check(),
+      (err) => finish(err),
+      { verb: 'watch', resource: APP_RESOURCE, name, namespace: ns },
+    );
+    // A safety net should a watch event be missed.
+    const poll = setInterval(() => void check(), 5_000);
+    const deadline =
+      timeoutMs > 0 ? setTimeout(() => finish(report(app, 'timeout', EXIT.timeout)), timeoutMs) : undefined;
+  });
+}
