@@ -1,8 +1,10 @@
 // Blue/green end to end: the operator runs as a child process against the
 // real control plane; KWOK plays the kubelets. A watcher checks invariant 1
 // at every change of an active Service throughout.
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppInput } from '../../src/app/schema.ts';
+import { e2eApp } from '../fixtures/apps.ts';
 import {
   createApp,
   fullyAvailable,
@@ -40,21 +42,7 @@ afterAll(async () => {
 });
 
 function app(name: string, blueGreen: Record<string, unknown> = {}, extra: Partial<AppInput['spec']> = {}): AppInput {
-  return {
-    apiVersion: 'teal.dev/v1alpha1',
-    kind: 'App',
-    metadata: { name },
-    spec: {
-      image: 'registry.example.com/team/web:1',
-      replicas: 2,
-      template: { spec: { containers: [{ name: 'app', ports: [{ containerPort: 8080 }] }] } },
-      service: { ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
-      strategy: {
-        blueGreen: { autoPromotionEnabled: false, previewReplicaCount: 1, scaleDownDelaySeconds: 2, ...blueGreen },
-      },
-      ...extra,
-    },
-  };
+  return e2eApp(name, { blueGreen: { scaleDownDelaySeconds: 2, ...blueGreen }, spec: extra });
 }
 
 /** Creates an App and waits for its first release to be Healthy; returns the active hash. */

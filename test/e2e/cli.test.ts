@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { AppInput } from '../../src/app/schema.ts';
+import { e2eApp } from '../fixtures/apps.ts';
 import { createApp, getApp, phase, waitForApp } from '../support/apps.ts';
 import { createRepo, type TestRepo } from '../support/git-server.ts';
 import { clients, createNamespace, waitFor } from '../support/kube.ts';
@@ -62,27 +63,10 @@ function imageApp(
   extra: Partial<AppInput['spec']> = {},
   blueGreen: Record<string, unknown> = {},
 ): AppInput {
-  return {
-    apiVersion: 'teal.dev/v1alpha1',
-    kind: 'App',
-    metadata: { name },
-    spec: {
-      image: 'registry.example.com/team/web:1',
-      replicas: 2,
-      template: { spec: { containers: [{ name: 'app', ports: [{ containerPort: 8080 }] }] } },
-      service: { ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
-      strategy: {
-        blueGreen: {
-          autoPromotionEnabled: false,
-          previewReplicaCount: 1,
-          scaleDownDelaySeconds: 600,
-          abortScaleDownDelaySeconds: 2,
-          ...blueGreen,
-        },
-      },
-      ...extra,
-    },
-  };
+  return e2eApp(name, {
+    blueGreen: { scaleDownDelaySeconds: 600, abortScaleDownDelaySeconds: 2, ...blueGreen },
+    spec: extra,
+  });
 }
 
 async function released(body: AppInput): Promise<void> {

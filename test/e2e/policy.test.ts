@@ -63,7 +63,7 @@ async function annotate(api: CustomObjectsApi, key: string, value: string): Prom
     return 200;
   } catch (err) {
     if (err instanceof ApiException) {
-      lastMessage = String(err.body);
+      lastMessage = (JSON.parse(String(err.body)) as { message?: string }).message ?? String(err.body);
       return err.code;
     }
     throw err;
@@ -107,15 +107,18 @@ afterAll(async () => {
 describe('the intents admission policy', () => {
   it('refuses a promote intent from a user with patch but not promote, with a clear message', async () => {
     const editor = await actingAs('editor', ['get', 'list', 'patch']);
-    const intent = JSON.stringify({ id: 'x1', by: 'editor', via: 'kubectl', at: new Date().toISOString() });
-    // The policy and the bindings take a moment to be in force.
+    // The policy and its binding take a moment to be in force; each try is a new intent,
+    // since rewriting the same value changes nothing and is let through.
+    let tries = 0;
+    const intent = () =>
+      JSON.stringify({ id: `x${++tries}`, by: 'editor', via: 'kubectl', at: new Date().toISOString() });
     await waitFor(
       'the policy to deny',
-      async () => ((await annotate(editor, intentAnnotation('promote'), intent)) === 403 ? true : undefined),
-      {
-        timeoutMs: 30_000,
-        intervalMs: 300,
-      },
+      async () => ((await annotate(editor, intentAnnotation('promote'), intent())) === 403 ? true : undefined),
+      { timeoutMs: 30_000, intervalMs: 300 },
+    );
+    expect(lastMessage).toMatch(
+      /cannot promote apps\.teal\.dev "guarded" in namespace .*\(RBAC: grant the teal-promoter role\)/,
     );
     // Other annotations are not its business.
     expect(await annotate(editor, 'example.com/note', 'hello')).toBe(200);

@@ -3,6 +3,7 @@
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AppInput } from '../../src/app/schema.ts';
+import { e2eApp } from '../fixtures/apps.ts';
 import {
   createApp,
   getApp,
@@ -23,17 +24,7 @@ afterEach(async () => {
 });
 
 function app(name: string): AppInput {
-  return {
-    apiVersion: 'teal.dev/v1alpha1',
-    kind: 'App',
-    metadata: { name },
-    spec: {
-      image: 'registry.example.com/team/web:1',
-      replicas: 3,
-      template: { spec: { containers: [{ name: 'app', ports: [{ containerPort: 8080 }] }] } },
-      strategy: { blueGreen: { autoPromotionEnabled: false, previewReplicaCount: 1 } },
-    },
-  };
+  return e2eApp(name, { replicas: 3 });
 }
 
 const WRITES =
