@@ -182,7 +182,6 @@ describe('blue/green on a real control plane', () => {
     await intent(ns, 'undo', 'promote');
     await waitForApp(ns, 'undo', 'revision 3 active', (a) => a.status?.active?.revision === 3);
 
-    const started = Date.now();
     await intent(ns, 'undo', 'undo');
     const back = await waitForApp(
       ns,
@@ -190,10 +189,8 @@ describe('blue/green on a real control plane', () => {
       'back on revision 2',
       (a) => a.status?.active?.revision === 2 && a.status.phase === 'Healthy',
     );
-    const took = Date.now() - started;
     expect(await selectorHash(ns, 'undo')).toBe(h2);
     expect(back.status?.history?.at(-1)).toMatchObject({ revision: 2, promotedVia: 'undo' });
-    expect(took).toBeGreaterThan(0);
     // Reused, not recreated: still three ReplicaSets, one per revision.
     expect((await replicaSetsOf(ns, 'undo')).length).toBe(3);
 
