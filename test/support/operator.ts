@@ -35,6 +35,8 @@ export async function freePort(): Promise<number> {
 
 export interface OperatorOptions {
   namespace: string;
+  /** Another identity than the test's admin kubeconfig. */
+  kubeconfig?: string;
   /** Serve HTTPS with this certificate (PEM files) and trust its CA for the readiness check. */
   tls?: { certFile: string; keyFile: string; ca: string };
   /** Short lease timings keep handover tests quick; the defaults are client-go's. */
@@ -48,7 +50,7 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
   const args = [
     MAIN,
     '--kubeconfig',
-    inject('kubeconfig'),
+    options.kubeconfig ?? inject('kubeconfig'),
     '--namespace',
     options.namespace,
     '--leader-election-namespace',
