@@ -3,6 +3,7 @@
 import { setCondition } from '../app/conditions.ts';
 import type { AppStatus } from '../app/schema.ts';
 import { revisionString, shortCommit } from '../git/revision.ts';
+import type { PlannerEvent } from '../rollout/actions.ts';
 import type { BuildPlan } from './plan.ts';
 
 export interface ResolvedSource {
@@ -79,4 +80,20 @@ export function withBuild(status: AppStatus, plan: BuildPlan, generation: number
         : { status: 'Unknown' as const, reason: 'Building', message: `building ${short} (job ${build.job})` };
   status.conditions = setCondition(status.conditions, { type: 'BuildSucceeded', ...condition }, generation, now);
   return status;
+}
+
+/** Events for a build's transitions: started, succeeded, failed. */
+export function buildTransitionEvents(before: AppStatus['build'], after: AppStatus['build']): PlannerEvent[] {
+  if (!after || (before?.job === after.job && before.phase === after.phase)) return [];
+  const short = after.commit.slice(0, 12);
+  if (after.phase === 'Succeeded') {
+    return [{ type: 'Normal', reason: 'BuildSucceeded', message: `${short} built: ${after.image ?? ''}` }];
+  }
+  if (after.phase === 'Failed') {
+    return [{ type: 'Warning', reason: 'BuildFailed', message: `${short}: ${after.message ?? 'failed'}` }];
+  }
+  if (before?.job !== after.job) {
+    return [{ type: 'Normal', reason: 'BuildStarted', message: `building ${short} in Job ${after.job}` }];
+  }
+  return [];
 }

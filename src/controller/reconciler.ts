@@ -10,7 +10,13 @@ import type { App, AppStatus } from '../app/schema.ts';
 import { validateApp } from '../app/validate.ts';
 import type { BuildImages } from '../build/job.ts';
 import { type BuildAction, type BuildPlan, planBuild } from '../build/plan.ts';
-import { type ResolvedSource, type SourceFailure, withBuild, withSource } from '../build/status.ts';
+import {
+  buildTransitionEvents,
+  type ResolvedSource,
+  type SourceFailure,
+  withBuild,
+  withSource,
+} from '../build/status.ts';
 import { isNotFound, type Writer } from '../kube/apply.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import { type KubeAction, type Plan, plan, planInvalid } from '../rollout/bluegreen.ts';
@@ -20,37 +26,6 @@ import { isAdopted, restoredServiceManifest, serviceName } from '../rollout/serv
 import { targetRevision } from '../rollout/target.ts';
 import { APPS_INDEX, type CachedApp, type Caches, JOBS_INDEX } from './cache.ts';
 import type { Metrics } from './metrics.ts';
-
-/** Events for a build's transitions: started, succeeded, failed. */
-function buildTransitions(before: AppStatus['build'], after: AppStatus['build']): KubeAction[] {
-  if (!after || (before?.job === after.job && before.phase === after.phase)) return [];
-  const short = after.commit.slice(0, 12);
-  if (after.phase === 'Succeeded') {
-    return [
-      {
-        kind: 'event',
-        event: { type: 'Normal', reason: 'BuildSucceeded', message: `${short} built: ${after.image ?? ''}` },
-      },
-    ];
-  }
-  if (after.phase === 'Failed') {
-    return [
-      {
-        kind: 'event',
-        event: { type: 'Warning', reason: 'BuildFailed', message: `${short}: ${after.message ?? 'failed'}` },
-      },
-    ];
-  }
-  if (before?.job !== after.job) {
-    return [
-      {
-        kind: 'event',
-        event: { type: 'Normal', reason: 'BuildStarted', message: `building ${short} in Job ${after.job}` },
-      },
-    ];
-  }
-  return [];
-}
 
 export class NotLeaderError extends Error {
   constructor() {
@@ -160,7 +135,9 @@ export class Reconciler {
       build = await this.planBuilds(app, key);
       for (const action of build.actions) await this.executeBuild(namespace, action, log);
       app = { ...app, status: withBuild(status, build, generation, now.toISOString()) };
-      buildEvents.push(...buildTransitions(before, app.status?.build));
+      buildEvents.push(
+        ...buildTransitionEvents(before, app.status?.build).map((event) => ({ kind: 'event' as const, event })),
+      );
     } else {
       this.o.sources.forget(key);
     }

@@ -45,11 +45,12 @@ scheduler on 127.0.0.1 with pods simulated by KWOK, the App CRD, and the operato
 
 In another shell:
   export KUBECONFIG=${cluster.kubeconfig}
-  export PATH=${cluster.binDir}:$PATH     # kubectl v1.36
+  export PATH=${join(root, 'bin')}:${cluster.binDir}:$PATH     # kubectl v1.36 and kubectl teal
   kubectl apply -f config/samples/app-image.yaml
   kubectl get apps.teal.dev -w
   kubectl patch app hello --type merge -p '{"spec":{"image":"registry.example.com/team/hello:2.0.0"}}'
-  kubectl annotate app hello intents.teal.dev/promote='{"id":"1","by":"me","via":"kubectl","at":"2026-01-01T00:00:00Z"}'
+  kubectl teal get hello
+  kubectl teal promote hello
 
 Ctrl-C stops the operator and the cluster, and removes them.`);
   // kwokctl runs the components detached; this process stays to stop them.

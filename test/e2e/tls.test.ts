@@ -1,11 +1,10 @@
 // The operator's HTTP server over TLS, from a certificate and key.
-import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { Agent, fetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { selfSignedCertificate } from '../support/git-server.ts';
 import { createNamespace } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 
@@ -16,23 +15,9 @@ let removeNs: () => Promise<void>;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'teal-tls-'));
-  await promisify(execFile)('openssl', [
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-days',
-    '1',
-    '-subj',
-    '/CN=127.0.0.1',
-    '-addext',
-    'subjectAltName=IP:127.0.0.1',
-    '-keyout',
-    join(dir, 'tls.key'),
-    '-out',
-    join(dir, 'tls.crt'),
-  ]);
+  const { key, cert } = await selfSignedCertificate();
+  await writeFile(join(dir, 'tls.key'), key);
+  await writeFile(join(dir, 'tls.crt'), cert);
   ca = await readFile(join(dir, 'tls.crt'), 'utf8');
   const ns = await createNamespace('tls');
   removeNs = ns.remove;

@@ -108,7 +108,8 @@ export interface GitHttpsServer {
   stop(): Promise<void>;
 }
 
-async function selfSignedCertificate(): Promise<{ key: string; cert: string }> {
+/** A throwaway certificate for 127.0.0.1 (PEM key and cert), for the test servers. */
+export async function selfSignedCertificate(): Promise<{ key: string; cert: string }> {
   const dir = await mkdtemp(join(tmpdir(), 'teal-cert-'));
   try {
     const key = join(dir, 'key.pem');
