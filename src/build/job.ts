@@ -152,6 +152,7 @@ export function buildJobManifest(input: BuildInput) {
       'set -eu',
       'set -- --frontend dockerfile.v0 --opt "context=$TEAL_CONTEXT" --opt "filename=$TEAL_DOCKERFILE"',
       'set -- "$@" --output "type=image,name=$TEAL_IMAGE,push=true" --metadata-file /tmp/metadata.json',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion, not a template
       '[ -n "${GIT_AUTH_TOKEN:-}" ] && set -- "$@" --secret "id=GIT_AUTH_TOKEN,env=GIT_AUTH_TOKEN"',
       '[ -f /home/user/.ssh/identity ] && set -- "$@" --ssh default=/home/user/.ssh/identity',
       'buildctl-daemonless.sh build "$@"',

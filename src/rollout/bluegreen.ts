@@ -8,7 +8,7 @@ import type { Intent } from '../app/intents.ts';
 import type { App, AppStatus, Condition, ConditionType, Phase, RevisionStatus } from '../app/schema.ts';
 import { type ActionContext, applyIntent, type PlannerEvent } from './actions.ts';
 import { appendHistory, nextRevisionNumber, replicaSetsToDelete } from './history.ts';
-import { ANN_APPLIED } from './labels.ts';
+import { ANN_APPLIED, LABEL_APP, LABEL_HASH } from './labels.ts';
 import { isAvailableAt, isFullyAvailable, type Observed, type ObservedReplicaSet } from './observed.ts';
 import { type ReplicaSetManifest, type Revision, replicaSetManifest, replicaSetName } from './replicaset.ts';
 import {
@@ -155,7 +155,7 @@ function rollout(p: Planner): void {
   // What serves now, read from the active Service; a Service someone deleted
   // is recreated on the revision status last recorded.
   const activeHash = observed.activeService
-    ? observed.activeService.selector['teal.dev/app'] === app.metadata.name
+    ? observed.activeService.selector[LABEL_APP] === app.metadata.name
       ? selectedHash(observed.activeService)
       : undefined
     : status.active?.podTemplateHash;
@@ -404,7 +404,7 @@ function selectedAfter(p: Planner): string | undefined {
   const applied = [...p.actions]
     .reverse()
     .find((a): a is Extract<KubeAction, { kind: 'applyService' }> => a.kind === 'applyService' && a.role === 'active');
-  if (applied) return applied.manifest.spec.selector['teal.dev/pod-template-hash'];
+  if (applied) return applied.manifest.spec.selector[LABEL_HASH];
   return p.input.observed.activeService
     ? selectedHash(p.input.observed.activeService)
     : p.status.active?.podTemplateHash;
