@@ -20,7 +20,7 @@ binaries: ## Build or reuse the cached control-plane binaries (Kubernetes, etcd,
 	bash test/cluster/build-binaries.sh >/dev/null
 
 .PHONY: manifests
-manifests: deps ## Generate config/crd from the zod schema
+manifests: deps ## Generate the CRD (config/crd, charts/teal/crds) and the chart values schema from zod
 	npm run -s manifests
 
 .PHONY: lint

@@ -9,7 +9,9 @@ import { apiPlugin } from './api/actions.ts';
 import { REDACT_PATHS } from './api/auth.ts';
 import { webhookCandidates } from './api/webhook-apps.ts';
 import { webhooksPlugin } from './api/webhooks.ts';
+import { DNS1123_LABEL, DNS1123_SUBDOMAIN } from './app/patterns.ts';
 import { DEFAULT_BUILD_IMAGES } from './build/job.ts';
+import { registryProblem } from './build/registry.ts';
 import { AppController } from './controller/app-controller.ts';
 import { Metrics } from './controller/metrics.ts';
 import { Sources } from './controller/sources.ts';
@@ -20,7 +22,9 @@ import { defaultIdentity, LeaderElector } from './kube/leader-election.ts';
 
 const ConfigSchema = z.strictObject({
   kubeconfig: z.string().optional(),
-  namespace: z.string().optional().describe('Watch one namespace; all when unset.'),
+  namespaces: z
+    .array(z.string().regex(DNS1123_LABEL, 'namespace must be a DNS label'))
+    .describe('The namespaces to watch; all when empty.'),
   leaderElect: z.boolean(),
   leaderElectionNamespace: z.string().min(1),
   leaderElectionId: z.string().min(1),
@@ -36,13 +40,27 @@ const ConfigSchema = z.strictObject({
   tlsKeyFile: z.string().optional(),
   buildkitImage: z.string().min(1),
   kanikoImage: z.string().min(1),
+  defaultRegistry: z
+    .string()
+    .check((ctx) => {
+      const problem = registryProblem(ctx.value);
+      if (problem) ctx.issues.push({ code: 'custom', message: `default-registry ${problem}`, input: ctx.value });
+    })
+    .optional()
+    .describe('Apps without build.image push to <registry>/<namespace>/<name>.'),
+  defaultPushSecret: z
+    .string()
+    .max(253)
+    .regex(DNS1123_SUBDOMAIN, 'default-push-secret must be a Secret name: lowercase letters, digits, "-" and "."')
+    .optional()
+    .describe('The push Secret, in the App namespace, of Apps without build.pushSecretRef.'),
 });
 type Config = z.output<typeof ConfigSchema>;
 
 const USAGE = `teal: the Teal operator
 
   --kubeconfig PATH                 kubeconfig (default: $KUBECONFIG, ~/.kube/config, or in-cluster)
-  --namespace NS                    watch one namespace (default: all)
+  --namespace NS[,NS...]            watch these namespaces only (default: all); needs only namespaced RBAC
   --leader-elect=false              run without leader election (one replica only)
   --leader-election-namespace NS    namespace of the Lease (default: $POD_NAMESPACE or default)
   --leader-election-id NAME         name of the Lease (default: teal-controller)
@@ -54,7 +72,10 @@ const USAGE = `teal: the Teal operator
   --log-level LEVEL                 trace|debug|info|warn|error (default: info)
   --allow-file-git                  accept file:// git URLs (local development only)
   --buildkit-image IMAGE            build image for engine buildkit (default: ${DEFAULT_BUILD_IMAGES.buildkit})
-  --kaniko-image IMAGE              build image for engine kaniko (default: ${DEFAULT_BUILD_IMAGES.kaniko})`;
+  --kaniko-image IMAGE              build image for engine kaniko (default: ${DEFAULT_BUILD_IMAGES.kaniko})
+  --default-registry HOST[/PATH]    Apps without spec.build.image push to HOST[/PATH]/<namespace>/<name>
+                                    (e.g. harbor.example.com/apps; default: none, build.image is required)
+  --default-push-secret NAME        the push Secret, in the App's namespace, of Apps without spec.build.pushSecretRef`;
 
 const seconds = (v: string | undefined, fallback: number) =>
   v === undefined ? fallback : Math.round(Number.parseFloat(v) * 1000);
@@ -81,6 +102,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
       'tls-key-file': { type: 'string' },
       'buildkit-image': { type: 'string', default: DEFAULT_BUILD_IMAGES.buildkit },
       'kaniko-image': { type: 'string', default: DEFAULT_BUILD_IMAGES.kaniko },
+      'default-registry': { type: 'string' },
+      'default-push-secret': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -90,7 +113,14 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   }
   const result = ConfigSchema.safeParse({
     kubeconfig: values.kubeconfig,
-    namespace: values.namespace,
+    namespaces: [
+      ...new Set(
+        (values.namespace ?? '')
+          .split(',')
+          .map((n) => n.trim())
+          .filter(Boolean),
+      ),
+    ],
     leaderElect: values['leader-elect'] !== 'false',
     leaderElectionNamespace: values['leader-election-namespace'] ?? env.POD_NAMESPACE ?? 'default',
     leaderElectionId: values['leader-election-id'],
@@ -106,6 +136,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     tlsKeyFile: values['tls-key-file'],
     buildkitImage: values['buildkit-image'],
     kanikoImage: values['kaniko-image'],
+    defaultRegistry: values['default-registry'],
+    defaultPushSecret: values['default-push-secret'],
   });
   if (!result.success) {
     throw new Error(result.error.issues.map((i) => `--${String(i.path[0])}: ${i.message}`).join('\n'));
@@ -149,13 +181,17 @@ async function main(): Promise<void> {
   });
   controller = new AppController({
     kubeConfig,
-    ...(config.namespace ? { namespace: config.namespace } : {}),
+    namespaces: config.namespaces,
     concurrency: config.concurrency,
     recorder: new EventRecorder(kubeConfig, identity, log),
     logger: log,
     canWrite: () => !shuttingDown && (elector ? elector.isLeader() : true),
     sources,
     buildImages: { buildkit: config.buildkitImage, kaniko: config.kanikoImage },
+    buildDefaults: {
+      ...(config.defaultRegistry ? { registry: config.defaultRegistry } : {}),
+      ...(config.defaultPushSecret ? { pushSecret: config.defaultPushSecret } : {}),
+    },
     checkGitUrl: (url) => checkGitUrl(url, { allowFile: config.allowFileGit }),
     metrics,
   });
@@ -209,7 +245,7 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => void stop(0));
   process.once('SIGINT', () => void stop(0));
 
-  log.info({ identity, namespace: config.namespace ?? '(all)' }, 'starting caches');
+  log.info({ identity, namespaces: config.namespaces.length > 0 ? config.namespaces : '(all)' }, 'starting caches');
   await apps.startCaches();
   log.info('caches synced');
 

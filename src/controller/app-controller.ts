@@ -3,6 +3,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { BuildImages } from '../build/job.ts';
+import type { BuildDefaults } from '../build/registry.ts';
 import { errorMessage, isConflict, Writer } from '../kube/apply.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import { WorkQueue } from '../kube/workqueue.ts';
@@ -12,13 +13,16 @@ import { NotLeaderError, Reconciler, type SourceView } from './reconciler.ts';
 
 export interface AppControllerOptions {
   kubeConfig: KubeConfig;
-  namespace?: string;
+  /** Watched namespaces; all when empty. */
+  namespaces: readonly string[];
   concurrency: number;
   recorder: EventRecorder;
   logger: Logger;
   canWrite: () => boolean;
   sources: SourceView;
   buildImages: BuildImages;
+  /** --default-registry and --default-push-secret. */
+  buildDefaults?: BuildDefaults;
   checkGitUrl: (url: string) => string | undefined;
   metrics?: Metrics;
 }
@@ -42,7 +46,7 @@ export class AppController {
 
   constructor(options: AppControllerOptions) {
     this.options = options;
-    this.caches = makeCaches(options.kubeConfig, options.namespace, options.logger);
+    this.caches = makeCaches(options.kubeConfig, options.namespaces, options.logger);
     this.reconciler = new Reconciler({
       kubeConfig: options.kubeConfig,
       caches: this.caches,
@@ -53,6 +57,7 @@ export class AppController {
       sources: options.sources,
       buildImages: options.buildImages,
       checkGitUrl: options.checkGitUrl,
+      ...(options.buildDefaults ? { buildDefaults: options.buildDefaults } : {}),
       ...(options.metrics ? { metrics: options.metrics } : {}),
     });
     const enqueue = (key: string) => this.queue?.add(key);

@@ -6,7 +6,8 @@ import { GROUP, PLURAL, VERSION } from '../app/schema.ts';
 import { LABEL_BUILD } from '../build/job.ts';
 import { observeBuildPod, observeJob } from '../build/observed.ts';
 import type { ObservedBuildPod, ObservedJob } from '../build/plan.ts';
-import { Informer, type RawObject } from '../kube/informer.ts';
+import { Informer, type InformerOptions, type KubeObjectLike, type RawObject } from '../kube/informer.ts';
+import { MultiNamespaceInformer, type SharedInformer } from '../kube/multi-namespace-informer.ts';
 import { LABEL_APP } from '../rollout/labels.ts';
 import {
   type ObservedReplicaSet,
@@ -77,49 +78,51 @@ export const APPS_INDEX = 'app';
 export const JOBS_INDEX = 'job';
 
 export interface Caches {
-  apps: Informer<CachedApp>;
-  replicaSets: Informer<Cached<ObservedReplicaSet>>;
-  services: Informer<Cached<ObservedService>>;
-  jobs: Informer<Cached<ObservedJob>>;
-  buildPods: Informer<Cached<ObservedBuildPod>>;
+  apps: SharedInformer<CachedApp>;
+  replicaSets: SharedInformer<Cached<ObservedReplicaSet>>;
+  services: SharedInformer<Cached<ObservedService>>;
+  jobs: SharedInformer<Cached<ObservedJob>>;
+  buildPods: SharedInformer<Cached<ObservedBuildPod>>;
 }
 
-/** namespace: one namespace to watch, or undefined for all. */
-export function makeCaches(kubeConfig: KubeConfig, namespace: string | undefined, logger: Logger): Caches {
-  const scope = (prefix: string, resource: string) =>
-    namespace ? `${prefix}/namespaces/${namespace}/${resource}` : `${prefix}/${resource}`;
-  const apps = new Informer<CachedApp>({
-    kubeConfig,
-    path: scope(`/apis/${GROUP}/${VERSION}`, PLURAL),
+/**
+ * namespaces: the namespaces to watch, or empty for all. Watching a list takes
+ * one list+watch per namespace and resource, and only namespaced RBAC.
+ */
+export function makeCaches(kubeConfig: KubeConfig, namespaces: readonly string[], logger: Logger): Caches {
+  function informer<T extends KubeObjectLike>(
+    group: string,
+    resource: string,
+    options: Omit<InformerOptions<T>, 'kubeConfig' | 'path'>,
+  ): SharedInformer<T> {
+    if (namespaces.length === 0) return new Informer<T>({ ...options, kubeConfig, path: `${group}/${resource}` });
+    return new MultiNamespaceInformer(
+      namespaces,
+      (ns) => new Informer<T>({ ...options, kubeConfig, path: `${group}/namespaces/${ns}/${resource}` }),
+    );
+  }
+  const apps = informer<CachedApp>(`/apis/${GROUP}/${VERSION}`, PLURAL, {
     transform: trimApp,
     logger: logger.child({ informer: 'apps' }),
   });
-  const replicaSets = new Informer<Cached<ObservedReplicaSet>>({
-    kubeConfig,
-    path: scope('/apis/apps/v1', 'replicasets'),
+  const replicaSets = informer<Cached<ObservedReplicaSet>>('/apis/apps/v1', 'replicasets', {
     labelSelector: LABEL_APP,
     transform: (raw) => wrap(observeReplicaSet(raw)),
     logger: logger.child({ informer: 'replicasets' }),
   });
   replicaSets.addIndex(APPS_INDEX, (rs) => [`${rs.value.namespace}/${rs.value.app}`]);
-  const services = new Informer<Cached<ObservedService>>({
-    kubeConfig,
-    path: scope('/api/v1', 'services'),
+  const services = informer<Cached<ObservedService>>('/api/v1', 'services', {
     labelSelector: LABEL_APP,
     transform: (raw) => wrap(observeService(raw)),
     logger: logger.child({ informer: 'services' }),
   });
-  const jobs = new Informer<Cached<ObservedJob>>({
-    kubeConfig,
-    path: scope('/apis/batch/v1', 'jobs'),
+  const jobs = informer<Cached<ObservedJob>>('/apis/batch/v1', 'jobs', {
     labelSelector: `${LABEL_APP},${LABEL_BUILD}`,
     transform: (raw) => wrap(observeJob(raw)),
     logger: logger.child({ informer: 'jobs' }),
   });
   jobs.addIndex(APPS_INDEX, (j) => [`${j.value.namespace}/${j.value.app}`]);
-  const buildPods = new Informer<Cached<ObservedBuildPod>>({
-    kubeConfig,
-    path: scope('/api/v1', 'pods'),
+  const buildPods = informer<Cached<ObservedBuildPod>>('/api/v1', 'pods', {
     labelSelector: `${LABEL_APP},${LABEL_BUILD}`,
     transform: (raw) => wrap(observeBuildPod(raw)),
     logger: logger.child({ informer: 'build-pods' }),

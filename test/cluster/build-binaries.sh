@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the test control plane from Go modules and caches the binaries outside
 # the repo, keyed by version: kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl (Kubernetes), etcd, kwok and kwokctl.
+# kube-scheduler, kubectl (Kubernetes), etcd, kwok and kwokctl; and helm, for
+# the chart tests, cached apart under its own version and linked in.
 # Prints the binary folder on stdout; progress goes to stderr.
 set -euo pipefail
 
@@ -14,8 +15,12 @@ key="k8s-${KUBE_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
 bin="$cache_root/cluster/$key/bin"
 want=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl)
 
+helm_bin="$cache_root/helm/$HELM_VERSION/bin/helm"
+
+have_helm() { [[ -x "$helm_bin" && "$(readlink "$bin/helm")" == "$helm_bin" ]]; }
 have_all() {
   for b in "${want[@]}"; do [[ -x "$bin/$b" ]] || return 1; done
+  have_helm
 }
 if have_all; then echo "$bin"; exit 0; fi
 
@@ -74,7 +79,20 @@ build_kwok() {
     "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" "sigs.k8s.io/kwok/cmd/kwokctl@$KWOK_VERSION" >&2
 }
 
+# Helm's main module has no replace directives, so go install builds it as released.
+build_helm() {
+  if [[ ! -x "$helm_bin" ]]; then
+    log "installing helm $HELM_VERSION"
+    local major="${HELM_VERSION%%.*}"
+    GOFLAGS="-trimpath" GOBIN="$(dirname "$helm_bin")" go install \
+      -ldflags "-s -w -X helm.sh/helm/$major/internal/version.version=$HELM_VERSION" \
+      "helm.sh/helm/$major/cmd/helm@$HELM_VERSION" >&2
+  fi
+  ln -sfn "$helm_bin" "$bin/helm"
+}
+
 start=$(date +%s)
+have_helm || build_helm
 [[ -x "$bin/kwokctl" && -x "$bin/kwok" ]] || build_kwok
 [[ -x "$bin/etcd" ]] || build_etcd
 for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do

@@ -13,7 +13,7 @@ import { type Action, IntentSchema, intentAnnotation } from '../../src/app/inten
 import { type AppInput, type AppStatus, GROUP, PLURAL, VERSION } from '../../src/app/schema.ts';
 import type { CachedApp } from '../../src/controller/cache.ts';
 import { makeCaches } from '../../src/controller/cache.ts';
-import type { Informer } from '../../src/kube/informer.ts';
+import type { SharedInformer } from '../../src/kube/multi-namespace-informer.ts';
 import { createApp, getApp } from '../support/apps.ts';
 import { clients, createNamespace, kubeConfig, kubectl, waitFor } from '../support/kube.ts';
 
@@ -22,7 +22,7 @@ const { core, rbac, authz, custom } = clients();
 let ns: string;
 let other: string;
 const removers: (() => Promise<void>)[] = [];
-let informer: Informer<CachedApp>;
+let informer: SharedInformer<CachedApp>;
 let stopApi: (() => Promise<void>) | undefined;
 let base: string;
 const logLines: string[] = [];
@@ -189,7 +189,7 @@ beforeAll(async () => {
     if (prefix === 'api') ns = created.name;
     else other = created.name;
   }
-  informer = makeCaches(kubeConfig(), undefined, pino({ level: 'silent' })).apps;
+  informer = makeCaches(kubeConfig(), [], pino({ level: 'silent' })).apps;
   informer.start();
   await informer.waitForSync();
   ({ close: stopApi, base } = await startApi());

@@ -2,6 +2,7 @@
 // file, and polling.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
@@ -82,4 +83,35 @@ export async function kubectl(
     const e = err as { stdout?: string; stderr?: string; code?: number };
     return { stdout: e.stdout ?? '', stderr: e.stderr ?? '', code: typeof e.code === 'number' ? e.code : 1 };
   }
+}
+
+/** Writes a kubeconfig that acts as a ServiceAccount, with a fresh TokenRequest token. */
+export async function serviceAccountKubeconfig(namespace: string, name: string, path: string): Promise<string> {
+  const { core } = clients();
+  const token = (await core.createNamespacedServiceAccountToken({ name, namespace, body: { spec: { audiences: [] } } }))
+    .status?.token;
+  const cluster = kubeConfig().getCurrentCluster();
+  if (!token || !cluster) throw new Error('no token or cluster');
+  await writeFile(
+    path,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'c', cluster: { server: cluster.server, 'certificate-authority': cluster.caFile } }],
+      users: [{ name, user: { token } }],
+      contexts: [{ name, context: { cluster: 'c', user: name } }],
+      'current-context': name,
+    }),
+  );
+  return path;
+}
+
+/** kubectl auth can-i; "pods/log" means the log subresource (kubectl reads "pods/x" as a name). */
+export async function canI(verb: string, resource: string, as: string, scope: string[]): Promise<string> {
+  const [kind, sub] = resource.split('/');
+  const args = ['auth', 'can-i', verb, kind ?? resource, ...(sub ? ['--subresource', sub] : []), '--as', as];
+  const { stdout, stderr, code } = await kubectl([...args, ...scope]);
+  // can-i exits 1 for "no"; anything else on stderr is a broken question, not an answer.
+  if (stdout.trim() === '' || (code !== 0 && stdout.trim() !== 'no')) throw new Error(`can-i failed: ${stderr}`);
+  return stdout.trim();
 }

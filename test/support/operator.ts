@@ -42,35 +42,50 @@ export interface OperatorOptions {
   /** Short lease timings keep handover tests quick; the defaults are client-go's. */
   lease?: { duration: string; renew: string; retry: string };
   extraArgs?: string[];
+  /**
+   * Run with the flags a rendered Deployment gives its container (the test's
+   * --kubeconfig and --http-addr replace the in-cluster ones) and its pod namespace.
+   */
+  deployed?: { args: string[]; podNamespace: string };
 }
 
 export async function startOperator(options: OperatorOptions): Promise<Operator> {
   const healthPort = await freePort();
   const lease = options.lease ?? { duration: '4', renew: '3', retry: '0.5' };
-  const args = [
-    MAIN,
-    '--kubeconfig',
-    options.kubeconfig ?? inject('kubeconfig'),
-    '--namespace',
-    options.namespace,
-    '--leader-election-namespace',
-    options.namespace,
-    '--lease-duration',
-    lease.duration,
-    '--renew-deadline',
-    lease.renew,
-    '--retry-period',
-    lease.retry,
-    '--http-addr',
-    `127.0.0.1:${healthPort}`,
-    '--log-level',
-    'debug',
-    ...(options.tls ? ['--tls-cert-file', options.tls.certFile, '--tls-key-file', options.tls.keyFile] : []),
-    ...(options.extraArgs ?? []),
-  ];
+  const kubeconfig = options.kubeconfig ?? inject('kubeconfig');
+  const args = options.deployed
+    ? [
+        MAIN,
+        ...options.deployed.args.filter((a) => !a.startsWith('--http-addr')),
+        `--kubeconfig=${kubeconfig}`,
+        `--http-addr=127.0.0.1:${healthPort}`,
+        ...(options.extraArgs ?? []),
+      ]
+    : [
+        MAIN,
+        '--kubeconfig',
+        kubeconfig,
+        '--namespace',
+        options.namespace,
+        '--leader-election-namespace',
+        options.namespace,
+        '--lease-duration',
+        lease.duration,
+        '--renew-deadline',
+        lease.renew,
+        '--retry-period',
+        lease.retry,
+        '--http-addr',
+        `127.0.0.1:${healthPort}`,
+        '--log-level',
+        'debug',
+        ...(options.tls ? ['--tls-cert-file', options.tls.certFile, '--tls-key-file', options.tls.keyFile] : []),
+        ...(options.extraArgs ?? []),
+      ];
   const dispatcher = options.tls ? new Agent({ connect: { ca: options.tls.ca } }) : undefined;
   const scheme = options.tls ? 'https' : 'http';
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const env = options.deployed ? { ...process.env, POD_NAMESPACE: options.deployed.podNamespace } : process.env;
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
   // Also on disk, to read after a failed run: $TMPDIR/teal-e2e-<namespace>.log
   const logFile = join(tmpdir(), `teal-e2e-${options.namespace}.log`);
   let output = '';

@@ -1,0 +1,90 @@
+{{- define "teal.name" -}}
+{{- .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "teal.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "teal.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "teal.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: operator
+{{- end -}}
+
+{{- define "teal.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ include "teal.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: teal
+{{- end -}}
+
+{{- define "teal.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "teal.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "teal.webhookSecretName" -}}
+{{- default (printf "%s-webhook" (include "teal.fullname" .)) .Values.webhookSecret.existingSecret -}}
+{{- end -}}
+
+{{/* The operator's rules on namespaced resources: every watched namespace, or all. */}}
+{{- define "teal.namespacedRules" -}}
+# The App cache, finalizers, and intents written by the HTTP API on a caller's behalf
+# (the admission policy asks the writer for the action verb too).
+- apiGroups: ["teal.dev"]
+  resources: ["apps"]
+  verbs: ["get", "list", "watch", "patch", "update", "promote", "abort", "retry", "undo", "pause", "resume"]
+- apiGroups: ["teal.dev"]
+  resources: ["apps/status"]
+  verbs: ["get", "update", "patch"]
+# Revisions and their Services (server-side apply = patch; create for the first apply).
+- apiGroups: ["apps"]
+  resources: ["replicasets"]
+  verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
+- apiGroups: [""]
+  resources: ["services"]
+  verbs: ["get", "list", "watch", "create", "patch", "update"]
+# Builds: Jobs, their pods (the digest is in the termination message) and logs.
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["pods/log"]
+  verbs: ["get"]
+# Git credentials and webhook secrets, read when used; never listed or watched.
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end -}}
+
+{{/* The HTTP API authenticates and authorizes its callers through the API server. */}}
+{{- define "teal.delegationRules" -}}
+- apiGroups: ["authentication.k8s.io"]
+  resources: ["tokenreviews"]
+  verbs: ["create"]
+- apiGroups: ["authorization.k8s.io"]
+  resources: ["subjectaccessreviews"]
+  verbs: ["create"]
+{{- end -}}
+
+{{- define "teal.leaseRules" -}}
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "create", "update"]
+{{- end -}}

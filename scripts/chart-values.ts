@@ -1,0 +1,85 @@
+// The Helm chart's values, in zod: `make manifests` writes charts/teal/values.schema.json
+// from it, so `helm install` rejects a mistyped value with its path.
+import { z } from 'zod';
+import { DNS1123_LABEL } from '../src/app/patterns.ts';
+
+const duration = z.string().regex(/^\d+(\.\d+)?s$/, 'a duration in seconds, such as 15s');
+const stringMap = z.record(z.string(), z.string());
+const anyList = z.array(z.record(z.string(), z.unknown()));
+const anyObject = z.record(z.string(), z.unknown());
+
+export const ChartValuesSchema = z.strictObject({
+  image: z.strictObject({
+    repository: z.string().min(1),
+    tag: z.string().describe("Defaults to the chart's appVersion."),
+    pullPolicy: z.enum(['Always', 'IfNotPresent', 'Never']),
+  }),
+  imagePullSecrets: z.array(z.strictObject({ name: z.string().min(1) })),
+  replicaCount: z.int().min(0),
+  leaderElection: z.strictObject({
+    enabled: z.boolean().describe('Required when replicaCount > 1.'),
+    leaseDuration: duration,
+    renewDeadline: duration,
+    retryPeriod: duration,
+  }),
+  watchNamespaces: z
+    .array(z.string().regex(DNS1123_LABEL, 'a namespace name'))
+    .describe('Empty: every namespace (ClusterRole). Otherwise a Role and RoleBinding in each.'),
+  concurrency: z.int().min(1).max(64),
+  logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error']),
+  build: z.strictObject({
+    defaultRegistry: z
+      .string()
+      .regex(/^([a-z0-9.-]+(:\d+)?(\/[a-z0-9._-]+)*)?$/, 'a registry host with an optional path, no scheme or tag')
+      .describe('Repository prefix for Apps without spec.build.image: <defaultRegistry>/<namespace>/<app>.'),
+    buildkitImage: z.string().min(1),
+    kanikoImage: z.string().min(1),
+  }),
+  api: z.strictObject({
+    service: z.strictObject({
+      type: z.enum(['ClusterIP', 'NodePort', 'LoadBalancer']),
+      port: z.int().min(1).max(65535),
+      annotations: stringMap,
+    }),
+    tls: z.strictObject({
+      secretName: z.string().describe('A kubernetes.io/tls Secret: the operator serves HTTPS with it.'),
+    }),
+    ingress: z.strictObject({
+      enabled: z.boolean(),
+      className: z.string(),
+      annotations: stringMap,
+      host: z.string().min(1),
+      paths: z.array(z.string().startsWith('/')).min(1),
+      tls: z.array(z.strictObject({ secretName: z.string(), hosts: z.array(z.string()) })),
+    }),
+  }),
+  webhookSecret: z.strictObject({
+    existingSecret: z.string(),
+    value: z.string(),
+    key: z.string().regex(/^[-._a-zA-Z0-9]+$/, 'a Secret key'),
+  }),
+  serviceAccount: z.strictObject({ create: z.boolean(), name: z.string(), annotations: stringMap }),
+  rbac: z.strictObject({ create: z.boolean(), userRoles: z.boolean() }),
+  admissionPolicy: z.strictObject({ enabled: z.boolean() }),
+  serviceMonitor: z.strictObject({
+    enabled: z.boolean(),
+    interval: z.string(),
+    scrapeTimeout: z.string(),
+    labels: stringMap,
+  }),
+  resources: anyObject,
+  podAnnotations: stringMap,
+  podLabels: stringMap,
+  nodeSelector: stringMap,
+  tolerations: anyList,
+  affinity: anyObject,
+  priorityClassName: z.string(),
+  extraArgs: z.array(z.string()),
+  extraEnv: anyList,
+});
+
+/** values.schema.json: every key required, since values.yaml sets them all. */
+export function renderValuesSchema(): string {
+  const schema = z.toJSONSchema(ChartValuesSchema, { target: 'draft-07', io: 'input' });
+  return `${JSON.stringify(schema, null, 2)}\n`;
+}

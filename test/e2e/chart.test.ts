@@ -1,0 +1,279 @@
+// charts/teal with the real helm (built from Go modules): lint and render with
+// default and non-default values, a server-side dry-run of what it renders,
+// and a helm install in each RBAC mode with the operator running under the
+// chart's ServiceAccount token, using the flags the chart gives it.
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { DEFAULT_BUILD_IMAGES } from '../../src/build/job.ts';
+import { e2eApp } from '../fixtures/apps.ts';
+import { CLUSTER_SCOPED, IN_APP_NAMESPACES, IN_OPERATOR_NAMESPACE, NEVER } from '../fixtures/operator-rbac.ts';
+import { createApp, getApp, intent, patchSpec, phase, waitForApp } from '../support/apps.ts';
+import { CHART, find, helm, type Manifest, parseManifests, render, serviceMonitorCrd } from '../support/helm.ts';
+import { canI, createNamespace, kubectl, serviceAccountKubeconfig } from '../support/kube.ts';
+import { type Operator, startOperator } from '../support/operator.ts';
+
+const CONFIG = new URL('../../config', import.meta.url).pathname;
+const NON_DEFAULT = new URL('../fixtures/chart-values.yaml', import.meta.url).pathname;
+const removers: (() => Promise<void>)[] = [];
+const operators: Operator[] = [];
+const releases: [string, string][] = [];
+let dir: string;
+
+async function namespace(prefix: string): Promise<string> {
+  const { name, remove } = await createNamespace(prefix);
+  removers.push(remove);
+  return name;
+}
+
+interface Container {
+  image: string;
+  args: string[];
+  readinessProbe: { httpGet: { scheme: string } };
+}
+
+const rulesOf = (m: Manifest | undefined) => (m as { rules?: unknown[] } | undefined)?.rules;
+const configObjects = async (path: string) => parseManifests(await readFile(join(CONFIG, path), 'utf8'));
+const containerOf = (objects: Manifest[]) => {
+  const [deployment] = find(objects, 'Deployment') as (Manifest & {
+    spec: { template: { spec: { containers: Container[] } } };
+  })[];
+  const container = deployment?.spec.template.spec.containers[0];
+  if (!container) throw new Error('no operator container rendered');
+  return container;
+};
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'teal-chart-'));
+});
+
+afterAll(async () => {
+  await Promise.all(operators.map((o) => o.stop()));
+  for (const [release, ns] of releases) await helm(['uninstall', release, '--namespace', ns]);
+  await Promise.all(removers.map((r) => r()));
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('helm lint', () => {
+  it.each([
+    ['default values', []],
+    ['non-default values', ['--values', NON_DEFAULT, '--set', 'watchNamespaces={team-a,team-b}']],
+  ])('passes with %s', async (_, args) => {
+    const out = await helm(['lint', CHART, '--strict', ...args]);
+    expect(out.stderr).toBe('');
+    expect(out.stdout).toContain('1 chart(s) linted, 0 chart(s) failed');
+    expect(out.code).toBe(0);
+  });
+
+  it.each([
+    ['--set', 'replicaCount=two', "at '/replicaCount': got string, want integer"],
+    ['--set', 'watchNamespaces={Team_A}', "at '/watchNamespaces/0'"],
+    ['--set', 'replicas=3', "additional properties 'replicas' not allowed"],
+    ['--set', 'build.defaultRegistry=https://harbor.example.com', "at '/build/defaultRegistry'"],
+    ['--set', 'leaderElection.enabled=false', 'replicaCount > 1 needs leaderElection.enabled'],
+  ])('rejects %s %s with a message naming it', async (flag, value, message) => {
+    const out = await helm(['template', 'teal', CHART, flag, value]);
+    expect(out.code).not.toBe(0);
+    expect(out.stderr).toContain(message);
+  });
+});
+
+describe('the rendered chart', () => {
+  it('with default values is the cluster-wide mode of config/: same operator rules, user roles and policy', async () => {
+    const { objects } = await render('teal', 'teal-system');
+    const [configRole] = find(await configObjects('rbac/operator.yaml'), 'ClusterRole', 'teal-operator');
+    expect(rulesOf(find(objects, 'ClusterRole', 'teal-operator')[0])).toEqual(rulesOf(configRole));
+    expect(find(objects, 'Role')).toEqual([]);
+    for (const role of await configObjects('rbac/roles.yaml')) {
+      const [rendered] = find(objects, 'ClusterRole', role.metadata.name);
+      expect(rulesOf(rendered)).toEqual(rulesOf(role));
+      expect(rendered?.metadata.labels).toMatchObject(role.metadata.labels ?? {});
+    }
+    const [policy] = find(await configObjects('policy/intents.yaml'), 'ValidatingAdmissionPolicy');
+    expect(find(objects, 'ValidatingAdmissionPolicy')[0]?.spec).toEqual(policy?.spec);
+
+    const deployment = find(objects, 'Deployment', 'teal')[0] as Manifest & { spec: { replicas: number } };
+    expect(deployment.spec.replicas).toBe(2);
+    const container = containerOf(objects);
+    expect(container.image).toBe('ghcr.io/teal-dev/teal:0.1.0');
+    expect(container.args).toContain('--leader-elect=true');
+    expect(container.args).toContain(`--buildkit-image=${DEFAULT_BUILD_IMAGES.buildkit}`);
+    expect(container.args).toContain(`--kaniko-image=${DEFAULT_BUILD_IMAGES.kaniko}`);
+    expect(container.args.some((a) => a.startsWith('--namespace'))).toBe(false);
+    for (const kind of ['Ingress', 'ServiceMonitor', 'Secret']) expect(find(objects, kind)).toEqual([]);
+  });
+
+  it('with non-default values: namespaced RBAC, TLS, ingress, webhook secret, ServiceMonitor', async () => {
+    const { objects } = await render('teal', 'platform', [
+      '--values',
+      NON_DEFAULT,
+      '--set',
+      'watchNamespaces={team-a,team-b}',
+    ]);
+    const [clusterRole] = find(await configObjects('rbac/operator.yaml'), 'ClusterRole', 'teal-operator');
+    const all = rulesOf(clusterRole) as { apiGroups: string[] }[];
+    const namespaced = all.filter(
+      (r) => !['coordination.k8s.io', 'authentication.k8s.io', 'authorization.k8s.io'].includes(r.apiGroups[0] ?? ''),
+    );
+    for (const ns of ['team-a', 'team-b']) {
+      expect(rulesOf(find(objects, 'Role', 'teal-operator', ns)[0])).toEqual(namespaced);
+      expect(find(objects, 'RoleBinding', 'teal-operator', ns)).toHaveLength(1);
+    }
+    expect(rulesOf(find(objects, 'Role', 'teal-leader-election', 'platform')[0])).toEqual(
+      all.filter((r) => r.apiGroups[0] === 'coordination.k8s.io'),
+    );
+    // Nothing cluster-wide for the operator but the two review APIs.
+    expect(find(objects, 'ClusterRole', 'teal-operator')).toEqual([]);
+    expect(rulesOf(find(objects, 'ClusterRole', 'teal-auth-delegator')[0])).toEqual(
+      all.filter((r) => ['authentication.k8s.io', 'authorization.k8s.io'].includes(r.apiGroups[0] ?? '')),
+    );
+
+    const container = containerOf(objects);
+    expect(container.image).toBe('harbor.example.com/platform/teal:0.1.0-rc.1');
+    expect(container.args).toEqual(
+      expect.arrayContaining([
+        '--namespace=team-a,team-b',
+        '--default-registry=harbor.example.com/apps',
+        '--webhook-secret-file=/etc/teal/webhook/secret',
+        '--tls-cert-file=/etc/teal/tls/tls.crt',
+        '--concurrency=8',
+        '--lease-duration=20s',
+      ]),
+    );
+    expect(container.readinessProbe.httpGet.scheme).toBe('HTTPS');
+    const [secret] = find(objects, 'Secret', 'teal-webhook') as (Manifest & { data: Record<string, string> })[];
+    expect(Buffer.from(secret?.data.secret ?? '', 'base64').toString()).toBe('a-global-webhook-secret');
+    const [ingress] = find(objects, 'Ingress', 'teal') as (Manifest & {
+      spec: { rules: { http: { paths: { path: string }[] } }[] };
+    })[];
+    expect(ingress?.spec.rules[0]?.http.paths.map((p) => p.path)).toEqual(['/webhooks', '/api/v1']);
+    expect(find(objects, 'ServiceMonitor', 'teal')[0]?.metadata.labels).toMatchObject({ release: 'prometheus' });
+    expect(find(objects, 'PodDisruptionBudget', 'teal')).toHaveLength(1);
+  });
+
+  it.each([
+    ['default values', (_ns: string[]) => ['--include-crds']],
+    ['non-default values', (ns: string[]) => ['--values', NON_DEFAULT, '--set', `watchNamespaces={${ns.join(',')}}`]],
+  ])('with %s passes a server-side dry-run', async (_, args) => {
+    const sm = await kubectl(['apply', '--server-side', '-f', '-'], await serviceMonitorCrd());
+    expect(sm.stderr).toBe('');
+    await kubectl(['wait', '--for=condition=Established', 'crd/servicemonitors.monitoring.coreos.com']);
+    const [release, a, b] = await Promise.all([namespace('chart-dry'), namespace('chart-a'), namespace('chart-b')]);
+    const { text } = await render('teal', release, args([a, b]));
+    const out = await kubectl(
+      ['apply', '--server-side', '--dry-run=server', '--force-conflicts', '--field-manager=chart-test', '-f', '-'],
+      text,
+    );
+    expect(out.stderr).toBe('');
+    expect(out.code).toBe(0);
+    expect(out.stdout.trim().split('\n').length).toBe(parseManifests(text).length);
+  });
+});
+
+/** helm install, then the operator as the Deployment would run it, as the chart's ServiceAccount. */
+async function install(release: string, ns: string, args: string[], extraArgs: string[] = []): Promise<Operator> {
+  const out = await helm(['install', release, CHART, '--namespace', ns, ...args]);
+  expect(out.stderr).not.toMatch(/error/i);
+  expect(out.code).toBe(0);
+  releases.push([release, ns]);
+  const manifest = await helm(['get', 'manifest', release, '--namespace', ns]);
+  const objects = parseManifests(manifest.stdout);
+  const [sa] = find(objects, 'ServiceAccount');
+  if (!sa) throw new Error('the chart made no ServiceAccount');
+  const kubeconfig = await serviceAccountKubeconfig(ns, sa.metadata.name, join(dir, `${release}.kubeconfig`));
+  const operator = await startOperator({
+    namespace: release,
+    kubeconfig,
+    deployed: { args: containerOf(objects).args, podNamespace: ns },
+    extraArgs,
+  });
+  operators.push(operator);
+  return operator;
+}
+
+async function releaseAndPromote(ns: string, name: string): Promise<void> {
+  await createApp(ns, e2eApp(name));
+  await waitForApp(ns, name, 'first release', phase('Healthy'));
+  await patchSpec(ns, name, { image: 'registry.example.com/team/web:2' });
+  await waitForApp(ns, name, 'preview', phase('Paused'));
+  await intent(ns, name, 'promote');
+  await waitForApp(ns, name, 'promoted', (a) => phase('Healthy')(a) && a.status?.active?.revision === 2);
+}
+
+describe('helm install, cluster-wide mode', () => {
+  let ns: string;
+  let apps: string;
+  let sa: string;
+  beforeAll(async () => {
+    [ns, apps] = await Promise.all([namespace('chart-cw'), namespace('chart-cw-apps')]);
+    sa = `system:serviceaccount:${ns}:cw-teal`;
+  });
+
+  it('lets the ServiceAccount do what the operator does, everywhere, and nothing it must not', async () => {
+    // The other test files' operators own their namespaces, so this one watches one
+    // namespace of its own, with the cluster-wide rights the chart granted.
+    const operator = await install('cw', ns, [], [`--namespace=${apps}`]);
+    for (const [verb, resource] of [...IN_APP_NAMESPACES, ...CLUSTER_SCOPED]) {
+      expect(`${verb} ${resource}: ${await canI(verb, resource, sa, ['-A'])}`).toBe(`${verb} ${resource}: yes`);
+    }
+    for (const [verb, resource] of IN_OPERATOR_NAMESPACE) {
+      expect(`${verb} ${resource}: ${await canI(verb, resource, sa, ['-n', ns])}`).toBe(`${verb} ${resource}: yes`);
+    }
+    for (const [verb, resource] of NEVER) {
+      expect(`${verb} ${resource}: ${await canI(verb, resource, sa, ['-A'])}`).toBe(`${verb} ${resource}: no`);
+    }
+    await releaseAndPromote(apps, 'cw');
+    expect(operator.logs()).not.toMatch(/forbidden/i);
+  });
+});
+
+describe('helm install, namespaced mode', () => {
+  let ns: string;
+  let watched: string;
+  let other: string;
+  let sa: string;
+  beforeAll(async () => {
+    [ns, watched, other] = await Promise.all([
+      namespace('chart-ns'),
+      namespace('chart-ns-apps'),
+      namespace('chart-ns-other'),
+    ]);
+    sa = `system:serviceaccount:${ns}:nsd-teal`;
+  });
+
+  it('grants the operator its rights in the watched namespaces only, and a release works with them', async () => {
+    const operator = await install('nsd', ns, ['--set', `watchNamespaces={${watched}}`]);
+    for (const [verb, resource] of IN_APP_NAMESPACES) {
+      expect(`${verb} ${resource}: ${await canI(verb, resource, sa, ['-n', watched])}`).toBe(
+        `${verb} ${resource}: yes`,
+      );
+      expect(`${verb} ${resource}: ${await canI(verb, resource, sa, ['-n', other])}`).toBe(`${verb} ${resource}: no`);
+      expect(`${verb} ${resource}: ${await canI(verb, resource, sa, ['-A'])}`).toBe(`${verb} ${resource}: no`);
+    }
+    for (const [verb, resource] of IN_OPERATOR_NAMESPACE) {
+      expect(`${verb} ${resource}: ${await canI(verb, resource, sa, ['-n', ns])}`).toBe(`${verb} ${resource}: yes`);
+      expect(`${verb} ${resource}: ${await canI(verb, resource, sa, ['-n', watched])}`).toBe(`${verb} ${resource}: no`);
+    }
+    for (const [verb, resource] of CLUSTER_SCOPED) {
+      expect(`${verb} ${resource}: ${await canI(verb, resource, sa, [])}`).toBe(`${verb} ${resource}: yes`);
+    }
+    for (const [verb, resource] of NEVER) {
+      expect(`${verb} ${resource}: ${await canI(verb, resource, sa, ['-n', watched])}`).toBe(`${verb} ${resource}: no`);
+    }
+
+    await createApp(other, e2eApp('elsewhere'));
+    await releaseAndPromote(watched, 'nsd');
+    // The App outside the watched namespaces was never touched.
+    expect((await getApp(other, 'elsewhere')).status).toBeUndefined();
+    expect(operator.logs()).not.toMatch(/forbidden/i);
+    expect(operator.logs()).toContain(watched);
+  });
+});
+
+it('keeps values.yaml valid against its own schema', async () => {
+  const values = parse(await readFile(join(CHART, 'values.yaml'), 'utf8'));
+  const { ChartValuesSchema } = await import('../../scripts/chart-values.ts');
+  expect(ChartValuesSchema.safeParse(values).error).toBeUndefined();
+});
