@@ -30,7 +30,11 @@ export const ChartValuesSchema = z.strictObject({
   build: z.strictObject({
     defaultRegistry: z
       .string()
-      .regex(/^([a-z0-9.-]+(:\d+)?(\/[a-z0-9._-]+)*)?$/, 'a registry host with an optional path, no scheme or tag')
+      // As --default-registry: a host Docker reads as one (a "." or a port, or localhost), no scheme or tag.
+      .regex(
+        /^(((localhost|[a-z0-9-]+(\.[a-z0-9-]+)+)(:\d+)?|[a-z0-9-]+:\d+)(\/[a-z0-9._-]+)*)?$/,
+        'a registry host with an optional path, such as harbor.example.com/apps',
+      )
       .describe('Repository prefix for Apps without spec.build.image: <defaultRegistry>/<namespace>/<app>.'),
     buildkitImage: z.string().min(1),
     kanikoImage: z.string().min(1),

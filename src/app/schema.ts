@@ -93,10 +93,18 @@ export const BuildSchema = z
       255,
       IMAGE_REPOSITORY,
       'build.image must be an image repository without tag or digest, such as harbor.example.com/team/app',
-    ).describe('Repository to push to; the tag is the commit SHA and deploys pin the digest.'),
+    )
+      .optional()
+      .describe(
+        'Repository to push to; the tag is the commit SHA and deploys pin the digest. Default: <--default-registry>/<namespace>/<name>, when the operator has a default registry.',
+      ),
     dockerfile: z.string().min(1).max(1024).default('Dockerfile').describe('Dockerfile inside the build context.'),
     engine: z.enum(['buildkit', 'kaniko']).default('buildkit').describe('buildkit (rootless) or kaniko.'),
-    pushSecretRef: secretRef.optional().describe('A kubernetes.io/dockerconfigjson Secret for the registry.'),
+    pushSecretRef: secretRef
+      .optional()
+      .describe(
+        "A kubernetes.io/dockerconfigjson Secret for the registry. Default: the operator's --default-push-secret, if set.",
+      ),
     timeout: duration('timeout').default('15m').describe('Deadline of one build Job.'),
   })
   .describe('How each commit is built into an image.');

@@ -6,6 +6,7 @@ import { parseDuration } from '../app/duration.ts';
 import type { App } from '../app/schema.ts';
 import { LABEL_APP, LABEL_MANAGED_BY, MANAGED_BY } from '../rollout/labels.ts';
 import { ownerReference } from '../rollout/owner.ts';
+import { type BuildDefaults, imageRepository, pushSecretName } from './registry.ts';
 
 export const LABEL_BUILD = 'teal.dev/build';
 export const LABEL_COMMIT = 'teal.dev/commit';
@@ -31,29 +32,28 @@ export interface BuildInput {
   /** The Secret keys the git credentials Secret holds, to mount only what exists. */
   gitSecretKeys?: readonly string[];
   images: BuildImages;
+  /** The operator's registry defaults, for Apps that name no image or push Secret. */
+  defaults?: BuildDefaults;
 }
 
 const sha = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** The engine, Dockerfile, context path and target: a commit built with other settings is another image. */
-export function buildSpecHash(app: App): string {
+export function buildSpecHash(app: App, defaults: BuildDefaults = {}): string {
   const build = app.spec.build;
   const git = app.spec.source?.git;
-  return sha(JSON.stringify([build?.engine, build?.dockerfile, build?.image, git?.url, git?.path])).slice(0, 5);
+  const repository = imageRepository(app, defaults);
+  return sha(JSON.stringify([build?.engine, build?.dockerfile, repository, git?.url, git?.path])).slice(0, 5);
 }
 
 /**
  * Deterministic per (App, commit, build settings), so a commit is built once;
  * a DNS-1123 label of at most 63 characters (Jobs label their pods with it).
  */
-export function buildJobName(app: App, commit: string): string {
+export function buildJobName(app: App, commit: string, defaults: BuildDefaults = {}): string {
   const name = app.metadata.name;
   const prefix = name.length <= 40 ? name : `${name.slice(0, 33)}-${sha(name).slice(0, 6)}`;
-  return `${prefix}-build-${commit.slice(0, 10)}-${buildSpecHash(app)}`;
-}
-
-export function targetImage(app: App, commit: string): string {
-  return `${app.spec.build?.image ?? ''}:${commit}`;
+  return `${prefix}-build-${commit.slice(0, 10)}-${buildSpecHash(app, defaults)}`;
 }
 
 /** The git URL a build engine fetches, with the commit and the sub-directory. */
@@ -73,17 +73,19 @@ const secretEnv = (name: string, secret: string, key: string) => ({
 });
 
 export function buildJobManifest(input: BuildInput) {
-  const { app, commit, ref, images } = input;
+  const { app, commit, ref, images, defaults = {} } = input;
   const build = app.spec.build;
   const git = app.spec.source?.git;
-  if (!build || !git) throw new Error('buildJobManifest needs spec.source and spec.build');
-  const name = buildJobName(app, commit);
-  const image = targetImage(app, commit);
+  const repository = imageRepository(app, defaults);
+  if (!build || !git || !repository) throw new Error('buildJobManifest needs spec.source, spec.build and a repository');
+  const name = buildJobName(app, commit, defaults);
+  const image = `${repository}:${commit}`;
+  const pushSecret = pushSecretName(app, defaults);
   const labels = {
     [LABEL_APP]: app.metadata.name,
     [LABEL_BUILD]: commit.slice(0, 12),
     [LABEL_COMMIT]: commit,
-    [LABEL_BUILD_SPEC]: buildSpecHash(app),
+    [LABEL_BUILD_SPEC]: buildSpecHash(app, defaults),
     [LABEL_MANAGED_BY]: MANAGED_BY,
   };
   const volumes: object[] = [];
@@ -98,10 +100,10 @@ export function buildJobManifest(input: BuildInput) {
   ];
   let container: object;
   if (build.engine === 'kaniko') {
-    if (build.pushSecretRef) {
+    if (pushSecret) {
       volumes.push({
         name: 'registry',
-        secret: { secretName: build.pushSecretRef.name, items: [{ key: '.dockerconfigjson', path: 'config.json' }] },
+        secret: { secretName: pushSecret, items: [{ key: '.dockerconfigjson', path: 'config.json' }] },
       });
       mounts.push({ name: 'registry', mountPath: '/kaniko/.docker', readOnly: true });
     }
@@ -125,10 +127,10 @@ export function buildJobManifest(input: BuildInput) {
       terminationMessagePolicy: 'FallbackToLogsOnError',
     };
   } else {
-    if (build.pushSecretRef) {
+    if (pushSecret) {
       volumes.push({
         name: 'registry',
-        secret: { secretName: build.pushSecretRef.name, items: [{ key: '.dockerconfigjson', path: 'config.json' }] },
+        secret: { secretName: pushSecret, items: [{ key: '.dockerconfigjson', path: 'config.json' }] },
       });
       mounts.push({ name: 'registry', mountPath: '/home/user/.docker', readOnly: true });
     }

@@ -3,6 +3,7 @@
 // supersede running older ones, keep a short history, and report status.
 import type { App, AppStatus } from '../app/schema.ts';
 import { type BuildImages, type BuildJobManifest, buildJobManifest, buildSpecHash } from './job.ts';
+import { type BuildDefaults, imageRepository } from './registry.ts';
 
 export interface ObservedJob {
   namespace: string;
@@ -57,15 +58,19 @@ export interface BuildPlanInput {
   pods: readonly ObservedBuildPod[];
   images: BuildImages;
   gitSecretKeys?: readonly string[];
+  /** The operator's registry defaults, for Apps that name no image or push Secret. */
+  defaults?: BuildDefaults;
 }
 
 export function planBuild(input: BuildPlanInput): BuildPlan {
-  const { app, jobs, pods } = input;
+  const { app, jobs, pods, defaults = {} } = input;
   const source = app.status?.source;
   const actions: BuildAction[] = [];
-  if (!app.spec.build || !source) return { actions, build: app.status?.build, running: false };
+  // No repository: an InvalidSpec (see specProblems), nothing to build.
+  const repository = imageRepository(app, defaults);
+  if (!repository || !source) return { actions, build: app.status?.build, running: false };
   const commit = source.commit;
-  const spec = buildSpecHash(app);
+  const spec = buildSpecHash(app, defaults);
   const live = jobs.filter((j) => !j.deleting);
   const isCurrent = (j: ObservedJob) => j.commit === commit && j.buildSpec === spec;
   const current = live.find(isCurrent);
@@ -88,6 +93,7 @@ export function planBuild(input: BuildPlanInput): BuildPlan {
       commit,
       ref: source.ref,
       images: input.images,
+      defaults,
       ...(input.gitSecretKeys ? { gitSecretKeys: input.gitSecretKeys } : {}),
     });
     actions.push({ kind: 'createJob', manifest });
@@ -110,7 +116,7 @@ export function planBuild(input: BuildPlanInput): BuildPlan {
     if (digest && DIGEST.test(digest)) {
       return {
         actions,
-        build: { ...base, phase: 'Succeeded', image: `${app.spec.build.image}@${digest}` },
+        build: { ...base, phase: 'Succeeded', image: `${repository}@${digest}` },
         running: false,
       };
     }

@@ -8,8 +8,9 @@ import { parseDuration } from '../app/duration.ts';
 import { readIntents } from '../app/intents.ts';
 import type { App, AppStatus } from '../app/schema.ts';
 import { validateApp } from '../app/validate.ts';
-import type { BuildImages } from '../build/job.ts';
+import { type BuildImages, buildSpecHash } from '../build/job.ts';
 import { type BuildAction, type BuildPlan, planBuild } from '../build/plan.ts';
+import type { BuildDefaults } from '../build/registry.ts';
 import {
   buildTransitionEvents,
   type ResolvedSource,
@@ -19,7 +20,7 @@ import {
 } from '../build/status.ts';
 import { isNotFound, type Writer } from '../kube/apply.ts';
 import type { EventRecorder } from '../kube/events.ts';
-import { type KubeAction, type Plan, plan, planInvalid } from '../rollout/bluegreen.ts';
+import { type KubeAction, type Plan, plan, planInvalid, specProblems } from '../rollout/bluegreen.ts';
 import { ANN_SCALE_DOWN_AT, FINALIZER } from '../rollout/labels.ts';
 import { type Observed, type ObservedService, observeService } from '../rollout/observed.ts';
 import { isAdopted, restoredServiceManifest, serviceName } from '../rollout/service.ts';
@@ -53,6 +54,8 @@ export interface ReconcilerOptions {
   caches: Caches;
   sources: SourceView;
   buildImages: BuildImages;
+  /** --default-registry and --default-push-secret, for Apps that leave them out. */
+  buildDefaults?: BuildDefaults;
   /** Checks a git URL the schema accepted against the operator's policy (file:// only for local use). */
   checkGitUrl: (url: string) => string | undefined;
   metrics?: Metrics;
@@ -104,10 +107,16 @@ export class Reconciler {
     }
     let app = validation.app;
     const generation = app.metadata.generation ?? 0;
+    const buildDefaults = this.o.buildDefaults ?? {};
     const urlProblem = app.spec.source ? this.o.checkGitUrl(app.spec.source.git.url) : undefined;
-    if (urlProblem) {
+    // Before anything is followed or built: an App that cannot be planned touches nothing.
+    const problems = [
+      ...(urlProblem ? [`spec.source.git.url: ${urlProblem}`] : []),
+      ...specProblems(app, buildDefaults),
+    ];
+    if (problems.length > 0) {
       this.o.sources.forget(key);
-      await this.finish(cached, planInvalid(app.status, generation, [`spec.source.git.url: ${urlProblem}`], now), log);
+      await this.finish(cached, planInvalid(app.status, generation, problems, now), log);
       return {};
     }
     const observed = await this.observe(app);
@@ -147,6 +156,7 @@ export class Reconciler {
       now,
       target: targetRevision(app),
       intents,
+      buildDefaults,
       ...(build?.running ? { building: true } : {}),
       ...(build?.failure ? { buildFailure: build.failure } : {}),
       ...(sourceFailure ? { sourceFailure } : {}),
@@ -168,10 +178,23 @@ export class Reconciler {
     );
     const commit = app.status?.source?.commit;
     const secretName = app.spec.source?.git.secretRef?.name;
-    // Which credentials the build mounts depends on the Secret's keys: read them only when a Job is to be made.
-    const needKeys = commit !== undefined && secretName !== undefined && !jobs.some((j) => j.commit === commit);
+    const defaults = this.o.buildDefaults ?? {};
+    const spec = buildSpecHash(app, defaults);
+    // Which credentials the build mounts depends on the Secret's keys: read them only when a Job is to be made
+    // (as planBuild decides: none for this commit and these build settings).
+    const needKeys =
+      commit !== undefined &&
+      secretName !== undefined &&
+      !jobs.some((j) => !j.deleting && j.commit === commit && j.buildSpec === spec);
     const gitSecretKeys = needKeys ? await this.secretKeys(namespace, secretName) : undefined;
-    return planBuild({ app, jobs, pods, images: this.o.buildImages, ...(gitSecretKeys ? { gitSecretKeys } : {}) });
+    return planBuild({
+      app,
+      jobs,
+      pods,
+      images: this.o.buildImages,
+      defaults,
+      ...(gitSecretKeys ? { gitSecretKeys } : {}),
+    });
   }
 
   private async secretKeys(namespace: string, name: string): Promise<string[]> {

@@ -6,6 +6,7 @@
 import { setCondition } from '../app/conditions.ts';
 import type { Intent } from '../app/intents.ts';
 import type { App, AppStatus, Condition, ConditionType, Phase, RevisionStatus } from '../app/schema.ts';
+import { type BuildDefaults, imageRepository } from '../build/registry.ts';
 import { type ActionContext, applyIntent, type PlannerEvent } from './actions.ts';
 import { appendHistory, nextRevisionNumber, replicaSetsToDelete } from './history.ts';
 import { ANN_APPLIED, LABEL_APP, LABEL_HASH } from './labels.ts';
@@ -41,6 +42,8 @@ export interface PlanInput {
   buildFailure?: string;
   /** The source could not be resolved: Degraded while there is nothing to run yet. */
   sourceFailure?: string;
+  /** The operator's registry defaults: an App built without build.image needs a default registry. */
+  buildDefaults?: BuildDefaults;
 }
 
 export interface Plan {
@@ -50,8 +53,11 @@ export interface Plan {
 }
 
 /** Checks the schema cannot express; each names the field. */
-export function specProblems(app: App): string[] {
+export function specProblems(app: App, buildDefaults: BuildDefaults = {}): string[] {
   const problems: string[] = [];
+  if (app.spec.build && imageRepository(app, buildDefaults) === undefined) {
+    problems.push('spec.build.image: required, since the operator has no --default-registry');
+  }
   const ports = servicePorts(app);
   if (ports.length === 0) {
     problems.push('spec.service.ports: required when the app container declares no containerPort');
@@ -105,7 +111,7 @@ export function plan(input: PlanInput): Plan {
     wakeAt: [],
     generation: app.metadata.generation ?? 0,
   };
-  const problems = specProblems(app);
+  const problems = specProblems(app, input.buildDefaults);
   if (problems.length > 0) return planInvalid(app.status, p.generation, problems, input.now);
   condition(p, 'InvalidSpec', 'False', 'Valid');
   p.status.observedGeneration = p.generation;

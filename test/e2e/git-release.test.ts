@@ -15,6 +15,7 @@ import { type Operator, startOperator } from '../support/operator.ts';
 
 const { core, batch, custom } = clients();
 const HOOK_SECRET = 'a webhook secret for e2e';
+const DEFAULT_REGISTRY = 'registry.local:5000/apps';
 let ns: string;
 let removeNs: () => Promise<void>;
 let operator: Operator;
@@ -40,7 +41,8 @@ beforeAll(async () => {
     namespace: ns,
     body: { metadata: { name: 'weather-hook' }, data: { token: b64(HOOK_SECRET) } },
   });
-  operator = await startOperator({ namespace: ns });
+  // Apps here name their build.image, except the one that tests the default registry.
+  operator = await startOperator({ namespace: ns, extraArgs: ['--default-registry', DEFAULT_REGISTRY] });
 });
 
 afterAll(async () => {
@@ -287,5 +289,21 @@ describe('git push to release', () => {
     expect(app.status?.phase).toBe('Degraded');
     const jobs = await batch.listNamespacedJob({ namespace: ns, labelSelector: `teal.dev/app=${name}` });
     expect(jobs.items).toEqual([]);
+  });
+
+  it('an App without build.image pushes to <--default-registry>/<namespace>/<name> and releases by digest', async () => {
+    const body = gitApp('unnamed', '0');
+    body.spec.build = {};
+    await create(body);
+    const app = await waitForApp(ns, 'unnamed', 'first release', phase('Healthy'), 60_000);
+    const head = await repo.revParse('HEAD');
+    const repository = `${DEFAULT_REGISTRY}/${ns}/unnamed`;
+    const jobName = app.status?.build?.job ?? '';
+    const job = await batch.readNamespacedJob({ namespace: ns, name: jobName });
+    expect(job.metadata?.annotations?.['teal.dev/target-image']).toBe(`${repository}:${head}`);
+    expect(app.status?.build).toMatchObject({ commit: head, phase: 'Succeeded' });
+    expect(app.status?.active?.image?.startsWith(`${repository}@sha256:`)).toBe(true);
+    expect(app.status?.active?.image).toBe(`${repository}@${simulatedDigest(jobName)}`);
+    expect(app.status?.conditions?.find((c) => c.type === 'InvalidSpec')?.status).toBe('False');
   });
 });

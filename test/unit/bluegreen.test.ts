@@ -661,6 +661,27 @@ describe('invalid specs', () => {
     expect(cond(w, 'InvalidSpec')).toMatchObject({ status: 'True' });
     expect(cond(w, 'InvalidSpec')?.message).toMatch(/^spec\.service\.ports: /);
   });
+
+  it('an App built without build.image is InvalidSpec when the operator has no default registry', () => {
+    const app = makeApp((a) => {
+      delete a.spec.image;
+      a.spec.source = { git: { url: 'https://git.example.com/team/web.git' } };
+      a.spec.build = {};
+    });
+    const input = { app, observed: { replicaSets: [] }, now: new Date(T0), target: undefined, intents: [] };
+    for (const buildDefaults of [undefined, {}, { pushSecret: 'platform-push' }]) {
+      const invalid = plan(buildDefaults ? { ...input, buildDefaults } : input);
+      expect(invalid.actions.map((a) => a.kind)).toEqual(['event']);
+      expect(invalid.status.phase).toBe('Degraded');
+      expect(invalid.status.conditions?.find((c) => c.type === 'InvalidSpec')).toMatchObject({
+        status: 'True',
+        message: 'spec.build.image: required, since the operator has no --default-registry',
+      });
+    }
+    const valid = plan({ ...input, buildDefaults: { registry: 'harbor.example.com/apps' } });
+    expect(valid.status.conditions?.find((c) => c.type === 'InvalidSpec')).toMatchObject({ status: 'False' });
+    expect(valid.status.phase).not.toBe('Degraded');
+  });
 });
 
 describe('labels', () => {

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { IMAGE_REPOSITORY } from '../../src/app/patterns.ts';
 import type { App } from '../../src/app/schema.ts';
 import { validateApp } from '../../src/app/validate.ts';
 import { buildJobManifest, buildJobName, buildSpecHash, DEFAULT_BUILD_IMAGES } from '../../src/build/job.ts';
 import { BUILD_HISTORY, type ObservedJob, planBuild } from '../../src/build/plan.ts';
+import { imageRepository, pushSecretName, registryProblem } from '../../src/build/registry.ts';
 import { gitApp } from '../fixtures/apps.ts';
 
 const C1 = 'a'.repeat(40);
@@ -45,6 +47,63 @@ function job(commit: string, extra: Partial<ObservedJob> = {}): ObservedJob {
 }
 
 const images = DEFAULT_BUILD_IMAGES;
+
+/** A git App that leaves the registry to the operator: no build.image, no pushSecretRef. */
+const unnamed = (commit = C1) =>
+  app(commit, (x) => {
+    x.spec.build = {};
+  });
+const defaults = { registry: 'registry.local:5000/apps', pushSecret: 'platform-push' };
+
+describe('the image repository', () => {
+  it('is spec.build.image when set, whatever the operator defaults', () => {
+    expect(imageRepository(app(), defaults)).toBe('harbor.example.com/team/weather');
+    expect(imageRepository(app(), {})).toBe('harbor.example.com/team/weather');
+  });
+
+  it('else <default registry>/<namespace>/<name>, a valid repository', () => {
+    const repository = imageRepository(unnamed(), defaults);
+    expect(repository).toBe('registry.local:5000/apps/ns/weather');
+    expect(repository).toMatch(IMAGE_REPOSITORY);
+    expect(imageRepository(unnamed(), { registry: 'harbor.example.com' })).toBe('harbor.example.com/ns/weather');
+  });
+
+  it('is undefined without a default registry, and for an App that names a ready image', () => {
+    expect(imageRepository(unnamed(), {})).toBeUndefined();
+    expect(imageRepository(unnamed(), { pushSecret: 'platform-push' })).toBeUndefined();
+    const a = app();
+    expect(imageRepository({ ...a, spec: { ...a.spec, build: undefined } }, defaults)).toBeUndefined();
+  });
+
+  it('pushes with spec.build.pushSecretRef, else the default push Secret', () => {
+    expect(pushSecretName(app(), defaults)).toBe('harbor-push');
+    expect(pushSecretName(unnamed(), defaults)).toBe('platform-push');
+    expect(pushSecretName(unnamed(), {})).toBeUndefined();
+  });
+
+  it.each([
+    'harbor.example.com/apps',
+    'registry.local:5000/apps',
+    'localhost:5000',
+    'harbor.example.com',
+    '10.0.0.1:5000/team/apps',
+  ])('accepts the default registry %s', (registry) => {
+    expect(registryProblem(registry)).toBeUndefined();
+  });
+
+  it.each([
+    ['a scheme', 'https://harbor.example.com/apps', /scheme/],
+    ['a tag', 'harbor.example.com/apps:v1', /without tag or digest/],
+    ['a digest', `harbor.example.com/apps@sha256:${'a'.repeat(64)}`, /without tag or digest/],
+    ['a trailing slash', 'harbor.example.com/apps/', /registry host/],
+    ['an uppercase path', 'harbor.example.com/Apps', /lowercase path/],
+    ['no registry host (a Docker Hub path)', 'apps/team', /registry host/],
+    ['too long a path', `harbor.example.com/${'a'.repeat(120)}`, /at most 127 characters/],
+    ['nothing', '', /registry host/],
+  ])('rejects a default registry with %s', (_title, registry, message) => {
+    expect(registryProblem(registry)).toMatch(message);
+  });
+});
 
 describe('build Jobs', () => {
   it('have a deterministic name per App and commit, a DNS label of at most 63 characters', () => {
@@ -112,7 +171,70 @@ describe('build Jobs', () => {
   });
 });
 
+describe('build Jobs with the operator defaults', () => {
+  it('push to the default repository with the default push Secret', () => {
+    for (const engine of ['buildkit', 'kaniko'] as const) {
+      const a = unnamed();
+      if (a.spec.build) a.spec.build.engine = engine;
+      const manifest = buildJobManifest({ app: a, commit: C1, ref: 'refs/heads/main', images, defaults });
+      const json = JSON.stringify(manifest);
+      expect(json).toContain(`"TEAL_IMAGE","value":"registry.local:5000/apps/ns/weather:${C1}"`);
+      expect(manifest.metadata.annotations['teal.dev/target-image']).toBe(`registry.local:5000/apps/ns/weather:${C1}`);
+      expect(manifest.spec.template.spec.volumes).toContainEqual(
+        expect.objectContaining({ name: 'registry', secret: expect.objectContaining({ secretName: 'platform-push' }) }),
+      );
+    }
+  });
+
+  it("an App's own pushSecretRef wins over the default", () => {
+    const manifest = buildJobManifest({ app: app(), commit: C1, ref: 'refs/heads/main', images, defaults });
+    expect(manifest.spec.template.spec.volumes).toContainEqual(
+      expect.objectContaining({ name: 'registry', secret: expect.objectContaining({ secretName: 'harbor-push' }) }),
+    );
+  });
+
+  it('mount no registry Secret when there is none to use', () => {
+    const manifest = buildJobManifest({
+      app: unnamed(),
+      commit: C1,
+      ref: 'refs/heads/main',
+      images,
+      defaults: { registry: defaults.registry },
+    });
+    expect(manifest.spec.template.spec.volumes.map((v) => (v as { name: string }).name)).not.toContain('registry');
+  });
+
+  it('another default registry is another image: the commit is built again', () => {
+    const other = { ...defaults, registry: 'harbor.example.com/apps' };
+    expect(buildSpecHash(unnamed(), other)).not.toBe(buildSpecHash(unnamed(), defaults));
+    expect(buildJobName(unnamed(), C1, other)).not.toBe(buildJobName(unnamed(), C1, defaults));
+    // An App that names its image does not care.
+    expect(buildSpecHash(app(), other)).toBe(buildSpecHash(app(), {}));
+  });
+});
+
 describe('planBuild', () => {
+  it('builds nothing for an App without build.image when the operator has no default registry', () => {
+    expect(planBuild({ app: unnamed(), jobs: [], pods: [], images }).actions).toEqual([]);
+    expect(planBuild({ app: unnamed(), jobs: [], pods: [], images, defaults: {} }).running).toBe(false);
+  });
+
+  it('builds an App without build.image into the default repository, and deploys that by digest', () => {
+    const first = planBuild({ app: unnamed(), jobs: [], pods: [], images, defaults });
+    expect(first.actions.map((a) => a.kind)).toEqual(['createJob']);
+    const name = buildJobName(unnamed(), C1, defaults);
+    expect(first.build?.job).toBe(name);
+    const done = planBuild({
+      app: unnamed(),
+      jobs: [job(C1, { name, buildSpec: buildSpecHash(unnamed(), defaults), outcome: 'Complete', active: 0 })],
+      pods: [{ namespace: 'ns', name: 'p', resourceVersion: '1', job: name, phase: 'Succeeded', message: DIGEST }],
+      images,
+      defaults,
+    });
+    expect(done.actions).toEqual([]);
+    expect(done.build).toMatchObject({ phase: 'Succeeded', image: `registry.local:5000/apps/ns/weather@${DIGEST}` });
+  });
+
   it('creates the Job for the resolved commit, once', () => {
     const first = planBuild({ app: app(), jobs: [], pods: [], images });
     expect(first.actions.map((a) => a.kind)).toEqual(['createJob']);

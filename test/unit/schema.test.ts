@@ -29,6 +29,14 @@ describe('App schema', () => {
     expect(result.app.spec.build).toMatchObject({ dockerfile: 'Dockerfile', engine: 'buildkit', timeout: '15m' });
   });
 
+  it('accepts a git App without build.image (the operator default registry names its repository)', () => {
+    const app = gitApp();
+    app.spec.build = {};
+    const result = validateApp(app);
+    if (!result.ok) throw new Error(result.errors.join('\n'));
+    expect(result.app.spec.build).toEqual({ dockerfile: 'Dockerfile', engine: 'buildkit', timeout: '15m' });
+  });
+
   it.each([
     'https://git.example.com/team/app.git',
     'https://git.example.com:8443/team/app',
