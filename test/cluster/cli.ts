@@ -1,16 +1,34 @@
 // The local control plane from the command line.
 //   cluster.ts build   build or reuse the cached binaries
-//   cluster.ts up      start a cluster with the App CRD and the operator,
-//                      print how to use it, and stop both on Ctrl-C
-import { spawn } from 'node:child_process';
+//   cluster.ts up      start a cluster with the App CRD and the operator, the
+//                      weather-app demo as a local git repository and its App;
+//                      print what to try, and stop everything on Ctrl-C
+import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureBinaries, kubectlApply, startCluster, stopCluster, stopClusterSync } from './cluster.ts';
+import { prepareDemo } from './demo.ts';
 
 const log = (line: string) => console.error(line);
 const root = fileURLToPath(new URL('../..', import.meta.url));
+const HTTP_ADDR = process.env.TEAL_DEV_HTTP_ADDR ?? '127.0.0.1:8081';
+
+/** Resolves once the operator answers /readyz; fails if it exits first. */
+async function waitForOperator(operator: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (operator.exitCode !== null) throw new Error(`the operator exited with code ${operator.exitCode}`);
+    const ready = await fetch(`http://${HTTP_ADDR}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ready) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`the operator was not ready on ${HTTP_ADDR} within 60 s`);
+}
 
 async function up(): Promise<void> {
   const started = Date.now();
@@ -29,30 +47,52 @@ async function up(): Promise<void> {
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
-  await kubectlApply(cluster, readFileSync(join(root, 'config/crd/teal.dev_apps.yaml'), 'utf8'));
+  // The CRD, the user roles and the intents policy, as `make deploy` installs them.
+  for (const file of ['crd/teal.dev_apps.yaml', 'rbac/roles.yaml', 'policy/intents.yaml']) {
+    await kubectlApply(cluster, readFileSync(join(root, 'config', file), 'utf8'));
+  }
+  const demo = await prepareDemo(workdir, `http://${HTTP_ADDR}/webhooks/generic`);
   const operator = spawn(
     process.execPath,
-    [join(root, 'src/main.ts'), '--kubeconfig', cluster.kubeconfig, '--leader-elect=false', '--allow-file-git'],
+    [
+      join(root, 'src/main.ts'),
+      `--kubeconfig=${cluster.kubeconfig}`,
+      '--leader-elect=false',
+      '--allow-file-git',
+      `--http-addr=${HTTP_ADDR}`,
+      `--webhook-secret-file=${demo.secretFile}`,
+    ],
     { stdio: ['ignore', 'inherit', 'inherit'] },
   );
   operator.once('exit', (code) => {
     if (code !== null && code !== 0) log(`the operator exited with code ${code}`);
   });
   process.once('exit', () => operator.kill('SIGTERM'));
+  await waitForOperator(operator);
+  await kubectlApply(cluster, demo.manifest);
   console.log(`
 Teal is up in ${((Date.now() - started) / 1000).toFixed(1)}s: a real kube-apiserver, etcd, controller-manager and
-scheduler on 127.0.0.1 with pods simulated by KWOK, the App CRD, and the operator (its logs follow).
+scheduler on 127.0.0.1 with pods simulated by KWOK, the App CRD, and the operator with its
+HTTP API on http://${HTTP_ADDR} (its logs follow).
+
+The weather app (examples/weather-app) is ${demo.reused ? 'the clone from your last run' : 'a fresh git repository'}, and its App is applied:
+  working clone  ${demo.clone}
+  remote         ${demo.remote}   (its post-receive hook sends Teal a signed webhook)
 
 In another shell:
   export KUBECONFIG=${cluster.kubeconfig}
   export PATH=${join(root, 'bin')}:${cluster.binDir}:$PATH     # kubectl v1.36 and kubectl teal
-  kubectl apply -f config/samples/app-image.yaml
-  kubectl get apps.teal.dev -w
-  kubectl patch app hello --type merge -p '{"spec":{"image":"registry.example.com/team/hello:2.0.0"}}'
-  kubectl teal get hello
-  kubectl teal promote hello
+  kubectl teal get weather --watch          # the build Job, then revision 1 goes live
 
-Ctrl-C stops the operator and the cluster, and removes them.`);
+  cd ${demo.clone}
+  sed -i 's/clear sky/light rain/' sample_data.json && git commit -qam "Seoul: light rain" && git push
+  kubectl teal get weather                  # revision 2 built and in preview; the App waits (Paused)
+  kubectl teal promote weather              # the weather Service switches to revision 2
+  kubectl teal undo weather                 # and back to revision 1, its ReplicaSet reused
+  kubectl teal status weather
+
+examples/weather-app/README.md walks through abort, retry and the rest.
+Ctrl-C stops the operator and the cluster, and removes them (the clone stays, for next time).`);
   // kwokctl runs the components detached; this process stays to stop them.
   setInterval(() => {}, 1 << 30);
 }
