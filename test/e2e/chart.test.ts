@@ -10,7 +10,7 @@ import { parse } from 'yaml';
 import { DEFAULT_BUILD_IMAGES } from '../../src/build/job.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { CLUSTER_SCOPED, IN_APP_NAMESPACES, IN_OPERATOR_NAMESPACE, NEVER } from '../fixtures/operator-rbac.ts';
-import { createApp, getApp, intent, patchSpec, phase, waitForApp } from '../support/apps.ts';
+import { createApp, getApp, releaseAndPromote } from '../support/apps.ts';
 import { CHART, find, helm, type Manifest, parseManifests, render, serviceMonitorCrd } from '../support/helm.ts';
 import { canI, createNamespace, kubectl, serviceAccountKubeconfig } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
@@ -83,7 +83,7 @@ describe('helm lint', () => {
 describe('the rendered chart', () => {
   it('with default values is the cluster-wide mode of config/: same operator rules, user roles and policy', async () => {
     const { objects } = await render('teal', 'teal-system');
-    const [configRole] = find(await configObjects('rbac/operator.yaml'), 'ClusterRole', 'teal-operator');
+    const [configRole] = find(await configObjects('rbac/cluster/operator.yaml'), 'ClusterRole', 'teal-operator');
     expect(rulesOf(find(objects, 'ClusterRole', 'teal-operator')[0])).toEqual(rulesOf(configRole));
     expect(find(objects, 'Role')).toEqual([]);
     for (const role of await configObjects('rbac/roles.yaml')) {
@@ -112,7 +112,7 @@ describe('the rendered chart', () => {
       '--set',
       'watchNamespaces={team-a,team-b}',
     ]);
-    const [clusterRole] = find(await configObjects('rbac/operator.yaml'), 'ClusterRole', 'teal-operator');
+    const [clusterRole] = find(await configObjects('rbac/cluster/operator.yaml'), 'ClusterRole', 'teal-operator');
     const all = rulesOf(clusterRole) as { apiGroups: string[] }[];
     const namespaced = all.filter(
       (r) => !['coordination.k8s.io', 'authentication.k8s.io', 'authorization.k8s.io'].includes(r.apiGroups[0] ?? ''),
@@ -191,15 +191,6 @@ async function install(release: string, ns: string, args: string[], extraArgs: s
   });
   operators.push(operator);
   return operator;
-}
-
-async function releaseAndPromote(ns: string, name: string): Promise<void> {
-  await createApp(ns, e2eApp(name));
-  await waitForApp(ns, name, 'first release', phase('Healthy'));
-  await patchSpec(ns, name, { image: 'registry.example.com/team/web:2' });
-  await waitForApp(ns, name, 'preview', phase('Paused'));
-  await intent(ns, name, 'promote');
-  await waitForApp(ns, name, 'promoted', (a) => phase('Healthy')(a) && a.status?.active?.revision === 2);
 }
 
 describe('helm install, cluster-wide mode', () => {

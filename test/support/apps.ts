@@ -5,6 +5,7 @@ import type { Action } from '../../src/app/intents.ts';
 import { intentAnnotation } from '../../src/app/intents.ts';
 import { type AppInput, type AppStatus, GROUP, PLURAL, VERSION } from '../../src/app/schema.ts';
 import { LABEL_APP, LABEL_HASH } from '../../src/rollout/labels.ts';
+import { e2eApp } from '../fixtures/apps.ts';
 import { clients, kubeConfig, kubectl, waitFor } from './kube.ts';
 
 const { custom, apps, core, discovery } = clients();
@@ -174,4 +175,14 @@ export async function watchActiveServices(
     () => {},
   );
   return { violations, checks: () => checks, stop: () => controller.abort() };
+}
+
+/** A first release of e2eApp(name), a new image into preview, and its promotion. */
+export async function releaseAndPromote(namespace: string, name: string): Promise<StoredApp> {
+  await createApp(namespace, e2eApp(name));
+  await waitForApp(namespace, name, 'first release', phase('Healthy'));
+  await patchSpec(namespace, name, { image: 'registry.example.com/team/web:2' });
+  await waitForApp(namespace, name, 'preview', phase('Paused'));
+  await intent(namespace, name, 'promote');
+  return waitForApp(namespace, name, 'promoted', (a) => phase('Healthy')(a) && a.status?.active?.revision === 2);
 }
