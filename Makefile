@@ -37,5 +37,28 @@ bench: deps binaries ## Measure promote-to-switch latency and operator memory (b
 	npm run -s bench
 
 .PHONY: dev
-dev: deps binaries ## Run a local control plane with the App CRD installed (Ctrl-C stops it)
+dev: deps binaries ## Local control plane + operator + the weather-app example as a local git repo (Ctrl-C stops it)
 	npm run -s cluster -- up
+
+.PHONY: run
+run: deps ## Run the operator from source against the current kubeconfig: make run ARGS="--namespace team-a"
+	npm run -s start -- $(ARGS)
+
+# make deploy: the operator image to run, and config/ (cluster-wide) or config/namespaced.
+IMG ?= ghcr.io/teal-dev/teal:0.1.0
+CONFIG ?= config
+KUBECTL ?= kubectl
+
+.PHONY: deploy
+deploy: ## Install Teal into the current kubectl context: make deploy IMG=registry/teal:tag [CONFIG=config/namespaced]
+	@# kustomize takes relative paths only, and sets the image without editing config/.
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	img='$(IMG)' && name="$${img%:*}" && tag="$${img##*:}" && \
+	if [[ "$$tag" == */* || "$$name" == "$$img" ]]; then name="$$img"; tag=latest; fi && \
+	printf 'resources: [%s]\nimages: [{name: ghcr.io/teal-dev/teal, newName: "%s", newTag: "%s"}]\n' \
+	  "$$(realpath --relative-to="$$tmp" '$(CONFIG)')" "$$name" "$$tag" >"$$tmp/kustomization.yaml" && \
+	$(KUBECTL) apply --server-side -k "$$tmp"
+
+.PHONY: undeploy
+undeploy: ## Remove what make deploy installed, the CRD and so every App with it
+	$(KUBECTL) delete --ignore-not-found -k $(CONFIG)
