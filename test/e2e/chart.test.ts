@@ -6,7 +6,6 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
 import { DEFAULT_BUILD_IMAGES } from '../../src/build/job.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { CLUSTER_SCOPED, IN_APP_NAMESPACES, IN_OPERATOR_NAMESPACE, NEVER } from '../fixtures/operator-rbac.ts';
@@ -261,10 +260,4 @@ describe('helm install, namespaced mode', () => {
     expect(operator.logs()).not.toMatch(/forbidden/i);
     expect(operator.logs()).toContain(watched);
   });
-});
-
-it('keeps values.yaml valid against its own schema', async () => {
-  const values = parse(await readFile(join(CHART, 'values.yaml'), 'utf8'));
-  const { ChartValuesSchema } = await import('../../scripts/chart-values.ts');
-  expect(ChartValuesSchema.safeParse(values).error).toBeUndefined();
 });
