@@ -23,16 +23,16 @@ import { defaultIdentity, LeaderElector } from './kube/leader-election.ts';
 const ConfigSchema = z.strictObject({
   kubeconfig: z.string().optional(),
   namespaces: z
-    .array(z.string().regex(DNS1123_LABEL, 'namespace must be a DNS label'))
+    .array(z.string().regex(DNS1123_LABEL, 'each namespace must be a DNS label'))
     .describe('The namespaces to watch; all when empty.'),
   leaderElect: z.boolean(),
   leaderElectionNamespace: z.string().min(1),
   leaderElectionId: z.string().min(1),
-  leaseDurationMs: z.int().min(1000),
-  renewDeadlineMs: z.int().min(500),
-  retryPeriodMs: z.int().min(100),
+  leaseDurationMs: z.int().min(1000, 'must be at least 1s'),
+  renewDeadlineMs: z.int().min(500, 'must be at least 0.5s'),
+  retryPeriodMs: z.int().min(100, 'must be at least 0.1s'),
   concurrency: z.int().min(1).max(64),
-  httpAddr: z.string().regex(/^[^:]+:\d+$/, 'http-addr must be host:port'),
+  httpAddr: z.string().regex(/^[^:]+:\d+$/, 'must be host:port'),
   logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error']),
   allowFileGit: z.boolean(),
   webhookSecretFile: z.string().optional(),
@@ -44,14 +44,14 @@ const ConfigSchema = z.strictObject({
     .string()
     .check((ctx) => {
       const problem = registryProblem(ctx.value);
-      if (problem) ctx.issues.push({ code: 'custom', message: `default-registry ${problem}`, input: ctx.value });
+      if (problem) ctx.issues.push({ code: 'custom', message: problem, input: ctx.value });
     })
     .optional()
     .describe('Apps without build.image push to <registry>/<namespace>/<name>.'),
   defaultPushSecret: z
     .string()
     .max(253)
-    .regex(DNS1123_SUBDOMAIN, 'default-push-secret must be a Secret name: lowercase letters, digits, "-" and "."')
+    .regex(DNS1123_SUBDOMAIN, 'must be a Secret name: lowercase letters, digits, "-" and "."')
     .optional()
     .describe('The push Secret, in the App namespace, of Apps without build.pushSecretRef.'),
 });
@@ -76,6 +76,10 @@ const USAGE = `teal: the Teal operator
   --default-registry HOST[/PATH]    Apps without spec.build.image push to HOST[/PATH]/<namespace>/<name>
                                     (e.g. harbor.example.com/apps; default: none, build.image is required)
   --default-push-secret NAME        the push Secret, in the App's namespace, of Apps without spec.build.pushSecretRef`;
+
+/** The command-line flag a config key comes from: leaseDurationMs → lease-duration. */
+const flagOf = (key: string): string =>
+  key === 'namespaces' ? 'namespace' : key.replace(/Ms$/, '').replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
 const seconds = (v: string | undefined, fallback: number) =>
   v === undefined ? fallback : Math.round(Number.parseFloat(v) * 1000);
@@ -140,7 +144,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     defaultPushSecret: values['default-push-secret'],
   });
   if (!result.success) {
-    throw new Error(result.error.issues.map((i) => `--${String(i.path[0])}: ${i.message}`).join('\n'));
+    throw new Error(result.error.issues.map((i) => `--${flagOf(String(i.path[0]))}: ${i.message}`).join('\n'));
   }
   if ((result.data.tlsCertFile === undefined) !== (result.data.tlsKeyFile === undefined)) {
     throw new Error('--tls-cert-file and --tls-key-file go together');
