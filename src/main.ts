@@ -9,6 +9,7 @@ import { apiPlugin } from './api/actions.ts';
 import { REDACT_PATHS } from './api/auth.ts';
 import { webhookCandidates } from './api/webhook-apps.ts';
 import { webhooksPlugin } from './api/webhooks.ts';
+import { ANN_REFRESH } from './app/intents.ts';
 import { DNS1123_LABEL, DNS1123_SUBDOMAIN } from './app/patterns.ts';
 import { DEFAULT_BUILD_IMAGES } from './build/job.ts';
 import { registryProblem } from './build/registry.ts';
@@ -16,6 +17,7 @@ import { AppController } from './controller/app-controller.ts';
 import { Metrics } from './controller/metrics.ts';
 import { Sources } from './controller/sources.ts';
 import { checkGitUrl } from './git/url.ts';
+import { Writer } from './kube/apply.ts';
 import { loadKubeConfig } from './kube/client.ts';
 import { EventRecorder } from './kube/events.ts';
 import { defaultIdentity, LeaderElector } from './kube/leader-election.ts';
@@ -172,6 +174,7 @@ async function main(): Promise<void> {
   let elector: LeaderElector | undefined;
 
   const metrics = new Metrics();
+  const writer = new Writer(kubeConfig);
   let controller: AppController | undefined;
   const sources = new Sources({
     kubeConfig,
@@ -220,8 +223,10 @@ async function main(): Promise<void> {
   });
   await server.register(webhooksPlugin, {
     candidates: (hint) => webhookCandidates(kubeConfig, apps.caches.apps.list(), hint),
+    // Recorded on each App rather than polled here: a standby replica may get the delivery.
     onPush: async (matched) => {
-      await sources.poller.trigger(matched.map((m) => `${m.namespace}/${m.name}`)).done;
+      const annotations = { [ANN_REFRESH]: new Date().toISOString() };
+      await Promise.all(matched.map((m) => writer.patchAppMetadata(m.namespace, m.name, { annotations })));
     },
     ...(config.webhookSecretFile ? { globalSecret: readFileSync(config.webhookSecretFile) } : {}),
     onResult: (provider, result) => metrics.webhooks.inc({ provider, result }),

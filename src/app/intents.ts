@@ -9,6 +9,12 @@ export const ACTIONS = ['promote', 'abort', 'retry', 'undo', 'pause', 'resume'] 
 export type Action = (typeof ACTIONS)[number];
 
 export const INTENT_PREFIX = 'intents.teal.dev/';
+/**
+ * Not an intent but a request, as Flux's reconcile.fluxcd.io/requestedAt: resolve
+ * the App's git ref now. Webhooks write it, on whichever replica they reach, so
+ * the leader acts on it; `kubectl annotate` may too.
+ */
+export const ANN_REFRESH = 'teal.dev/refresh-requested-at';
 export const intentAnnotation = (action: Action): string => `${INTENT_PREFIX}${action}`;
 
 export const VIAS = ['api', 'cli', 'kubectl'] as const;

@@ -2,6 +2,7 @@
 // run on every replica (they serve reads); workers run only on the leader.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { ANN_REFRESH } from '../app/intents.ts';
 import type { BuildImages } from '../build/job.ts';
 import type { BuildDefaults } from '../build/registry.ts';
 import { errorMessage, isConflict, Writer } from '../kube/apply.ts';
@@ -64,7 +65,13 @@ export class AppController {
     this.caches.apps.addHandler({
       onAdd: (a) => enqueue(`${a.metadata.namespace}/${a.metadata.name}`),
       onUpdate: (old, a) => {
-        if (appChanged(old, a)) enqueue(`${a.metadata.namespace}/${a.metadata.name}`);
+        const key = `${a.metadata.namespace}/${a.metadata.name}`;
+        if (appChanged(old, a)) enqueue(key);
+        // Only the leader follows sources (it reconciles); a standby's request waits in the annotation.
+        const requested = a.metadata.annotations?.[ANN_REFRESH];
+        if (this.queue && requested !== undefined && requested !== old.metadata.annotations?.[ANN_REFRESH]) {
+          options.sources.refresh(key);
+        }
       },
       onDelete: (a) => enqueue(`${a.metadata.namespace}/${a.metadata.name}`),
     });

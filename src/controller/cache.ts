@@ -1,7 +1,7 @@
 // The informer caches the App controller reads, each trimmed to what it uses.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { INTENT_PREFIX } from '../app/intents.ts';
+import { ANN_REFRESH, INTENT_PREFIX } from '../app/intents.ts';
 import { GROUP, PLURAL, VERSION } from '../app/schema.ts';
 import { LABEL_BUILD } from '../build/job.ts';
 import { observeBuildPod, observeJob } from '../build/observed.ts';
@@ -46,7 +46,7 @@ function trimApp(raw: RawObject): CachedApp | undefined {
   const m = raw.metadata;
   if (!m?.name || !m.namespace) return undefined;
   const annotations = Object.fromEntries(
-    Object.entries(m.annotations ?? {}).filter(([k]) => k.startsWith(INTENT_PREFIX)),
+    Object.entries(m.annotations ?? {}).filter(([k]) => k.startsWith(INTENT_PREFIX) || k === ANN_REFRESH),
   );
   return {
     ...(raw.apiVersion ? { apiVersion: raw.apiVersion } : {}),

@@ -39,6 +39,8 @@ export interface SourceView {
   follow(appKey: string, spec: FollowSpec): void;
   forget(appKey: string): void;
   state(appKey: string): { resolved?: ResolvedSource; failure?: SourceFailure } | undefined;
+  /** Resolves the App's source now rather than at the next poll. */
+  refresh(appKey: string): void;
 }
 
 export interface FollowSpec {

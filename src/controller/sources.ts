@@ -70,6 +70,10 @@ export class Sources implements SourceView {
     this.states.delete(appKey);
   }
 
+  refresh(appKey: string): void {
+    void this.poller.trigger([appKey]);
+  }
+
   state(appKey: string): State | undefined {
     return this.states.get(appKey);
   }

@@ -135,7 +135,7 @@ describe('the rendered chart', () => {
       expect.arrayContaining([
         '--namespace=team-a,team-b',
         '--default-registry=harbor.example.com/apps',
-        '--webhook-secret-file=/etc/teal/webhook/secret',
+        '--webhook-secret-file=/etc/teal/webhook/token',
         '--tls-cert-file=/etc/teal/tls/tls.crt',
         '--concurrency=8',
         '--lease-duration=20s',
@@ -143,7 +143,7 @@ describe('the rendered chart', () => {
     );
     expect(container.readinessProbe.httpGet.scheme).toBe('HTTPS');
     const [secret] = find(objects, 'Secret', 'teal-webhook') as (Manifest & { data: Record<string, string> })[];
-    expect(Buffer.from(secret?.data.secret ?? '', 'base64').toString()).toBe('a-global-webhook-secret');
+    expect(Buffer.from(secret?.data.token ?? '', 'base64').toString()).toBe('a-global-webhook-secret');
     const [ingress] = find(objects, 'Ingress', 'teal') as (Manifest & {
       spec: { rules: { http: { paths: { path: string }[] } }[] };
     })[];

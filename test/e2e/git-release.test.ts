@@ -188,6 +188,30 @@ describe('git push to release', () => {
     expect(jobs.items).toEqual([]);
   });
 
+  it('a push delivered to the standby replica is acted on by the leader', async () => {
+    // Same namespace, same Lease: the operator started in beforeAll leads, this one waits.
+    const standby = await startOperator({ namespace: ns, extraArgs: ['--default-registry', DEFAULT_REGISTRY] });
+    try {
+      const c5 = await repo.commit('via the standby', { 'standby.txt': 'x' });
+      const push = githubPush(c5);
+      const res = await fetch(`http://127.0.0.1:${standby.healthPort}/webhooks/github`, {
+        method: 'POST',
+        headers: push.headers,
+        body: push.body,
+      });
+      expect(res.status).toBe(202);
+      expect(await res.json()).toEqual({ matched: [`${ns}/weather`] });
+      // pollInterval 0: only the delivery can have started this build.
+      await waitFor(
+        'the build Job of the commit pushed to the standby',
+        async () => (await batch.listNamespacedJob({ namespace: ns, labelSelector: `teal.dev/commit=${c5}` })).items[0],
+      );
+      expect(standby.logs()).not.toContain('became leader');
+    } finally {
+      await standby.stop();
+    }
+  });
+
   it('two Apps on one repository share one ls-remote per poll interval', async () => {
     const { name: pollNs, remove } = await createNamespace('git-poll');
     try {

@@ -684,6 +684,28 @@ describe('invalid specs', () => {
   });
 });
 
+describe('kaniko and ssh', () => {
+  it.each([
+    ['git@git.example.com:team/web.git', true],
+    ['ssh://git@git.example.com/team/web.git', true],
+    ['https://git.example.com/team/web.git', false],
+  ])('an App built by kaniko from %s is InvalidSpec: %s', (url, invalid) => {
+    const app = makeApp((a) => {
+      delete a.spec.image;
+      a.spec.source = { git: { url } };
+      a.spec.build = { image: 'harbor.example.com/team/web', engine: 'kaniko' };
+    });
+    const result = plan({ app, observed: { replicaSets: [] }, now: new Date(T0), target: undefined, intents: [] });
+    const condition = result.status.conditions?.find((c) => c.type === 'InvalidSpec');
+    if (invalid) {
+      expect(condition).toMatchObject({ status: 'True' });
+      expect(condition?.message).toMatch(/^spec\.build\.engine: kaniko fetches the git context over https only/);
+    } else {
+      expect(condition).toMatchObject({ status: 'False' });
+    }
+  });
+});
+
 describe('labels', () => {
   it('selects pods by app and pod-template hash', () => {
     const { w, h1 } = released();
