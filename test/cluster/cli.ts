@@ -32,11 +32,10 @@ async function waitForOperator(operator: ChildProcess): Promise<void> {
 
 async function up(): Promise<void> {
   const started = Date.now();
-  // A fixed folder keeps the kubeconfig path stable between runs.
-  const workdir = join(
-    process.env.TEAL_CACHE_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'teal'),
-    'dev',
-  );
+  // Fixed folders keep the kubeconfig path stable between runs. The cluster's is
+  // removed on stop; the demo's (the user's clone) is kept.
+  const cache = process.env.TEAL_CACHE_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'teal');
+  const workdir = join(cache, 'dev');
   const binDir = await ensureBinaries(log);
   await stopCluster({ name: 'teal-dev', workdir, binDir });
   const cluster = await startCluster({ name: 'teal-dev', workdir, log });
@@ -51,7 +50,7 @@ async function up(): Promise<void> {
   for (const file of ['crd/teal.dev_apps.yaml', 'rbac/roles.yaml', 'policy/intents.yaml']) {
     await kubectlApply(cluster, readFileSync(join(root, 'config', file), 'utf8'));
   }
-  const demo = await prepareDemo(workdir, `http://${HTTP_ADDR}/webhooks/generic`);
+  const demo = await prepareDemo(join(cache, 'demo'), `http://${HTTP_ADDR}/webhooks/generic`);
   const operator = spawn(
     process.execPath,
     [

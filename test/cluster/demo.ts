@@ -32,6 +32,7 @@ export async function prepareDemo(workdir: string, webhookUrl: string): Promise<
   const remote = join(workdir, 'weather-app.git');
   const clone = join(workdir, 'weather-app');
   const secretFile = join(workdir, 'webhook-secret');
+  mkdirSync(workdir, { recursive: true });
   if (!existsSync(secretFile)) writeFileSync(secretFile, randomBytes(32).toString('hex'), { mode: 0o600 });
   // A clone from an earlier run may hold the user's work: keep it and its remote.
   const reused = existsSync(join(clone, '.git')) && existsSync(remote);
