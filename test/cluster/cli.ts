@@ -46,6 +46,8 @@ async function up(): Promise<void> {
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+  // A closed terminal: the components run detached and would outlive us.
+  process.on('SIGHUP', stop);
   // The CRD, the user roles and the intents policy, as `make deploy` installs them.
   for (const file of ['crd/teal.dev_apps.yaml', 'rbac/roles.yaml', 'policy/intents.yaml']) {
     await kubectlApply(cluster, readFileSync(join(root, 'config', file), 'utf8'));
