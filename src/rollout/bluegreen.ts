@@ -229,7 +229,10 @@ function rollout(p: Planner): void {
 
   if (!desired) {
     phase = input.building ? 'Building' : activeHash ? 'Healthy' : input.sourceFailure ? 'Degraded' : 'Progressing';
-    message = input.building ? 'building the first image' : (input.sourceFailure ?? 'waiting for an image');
+    const building = activeRS
+      ? `building a new image; revision ${activeRS.revision} stays active`
+      : 'building the first image';
+    message = input.building ? building : (input.sourceFailure ?? 'waiting for an image');
   } else if (desired.hash === activeHash && activeRS) {
     // Steady: the desired revision serves; follow spec.replicas.
     if (activeRS.specReplicas !== replicas || activeRS.scaleDownAt) {

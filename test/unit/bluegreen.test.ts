@@ -684,6 +684,23 @@ describe('invalid specs', () => {
   });
 });
 
+describe('while a new commit builds', () => {
+  it('says the active revision stays, not that the first image is building', () => {
+    const { w } = released();
+    const result = plan({
+      app: w.app,
+      observed: w.observed(),
+      now: new Date(w.now),
+      target: undefined,
+      intents: [],
+      building: true,
+    });
+    expect(result.status.phase).toBe('Building');
+    expect(result.status.message).toBe('building a new image; revision 1 stays active');
+    expect(result.actions.filter((a) => a.kind !== 'event')).toEqual([]);
+  });
+});
+
 describe('kaniko and ssh', () => {
   it.each([
     ['git@git.example.com:team/web.git', true],
