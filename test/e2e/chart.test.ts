@@ -10,8 +10,9 @@ import { DEFAULT_BUILD_IMAGES } from '../../src/build/job.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { CLUSTER_SCOPED, IN_APP_NAMESPACES, IN_OPERATOR_NAMESPACE, NEVER } from '../fixtures/operator-rbac.ts';
 import { createApp, getApp, releaseAndPromote } from '../support/apps.ts';
-import { CHART, find, helm, type Manifest, parseManifests, render, serviceMonitorCrd } from '../support/helm.ts';
+import { CHART, helm, render, serviceMonitorCrd } from '../support/helm.ts';
 import { canI, createNamespace, kubectl, serviceAccountKubeconfig } from '../support/kube.ts';
+import { find, type Manifest, parseManifests } from '../support/manifests.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 
 const CONFIG = new URL('../../config', import.meta.url).pathname;

@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { e2eApp } from '../fixtures/apps.ts';
 import { CLUSTER_SCOPED, IN_APP_NAMESPACES, IN_OPERATOR_NAMESPACE, NEVER } from '../fixtures/operator-rbac.ts';
 import { createApp, getApp, releaseAndPromote } from '../support/apps.ts';
-import { find, type Manifest, parseManifests } from '../support/helm.ts';
 import { canI, createNamespace, kubectl, serviceAccountKubeconfig } from '../support/kube.ts';
+import { find, type Manifest, parseManifests } from '../support/manifests.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 
 const config = new URL('../../config', import.meta.url).pathname;

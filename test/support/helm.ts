@@ -6,18 +6,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { inject } from 'vitest';
-import { parseAllDocuments } from 'yaml';
+import { type Manifest, parseManifests } from './manifests.ts';
 
 const run = promisify(execFile);
 export const CHART = new URL('../../charts/teal', import.meta.url).pathname;
 const home = mkdtempSync(join(tmpdir(), 'teal-helm-'));
-
-export interface Manifest {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
-  [key: string]: unknown;
-}
 
 export async function helm(args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
   const env = {
@@ -36,12 +29,6 @@ export async function helm(args: string[]): Promise<{ stdout: string; stderr: st
   }
 }
 
-export function parseManifests(text: string): Manifest[] {
-  return parseAllDocuments(text)
-    .map((d) => d.toJS() as Manifest | null)
-    .filter((m): m is Manifest => m !== null);
-}
-
 /** helm template, failing on any error; returns the text and its objects. */
 export async function render(
   release: string,
@@ -51,15 +38,6 @@ export async function render(
   const out = await helm(['template', release, CHART, '--namespace', namespace, ...args]);
   if (out.code !== 0) throw new Error(`helm template failed: ${out.stderr}`);
   return { text: out.stdout, objects: parseManifests(out.stdout) };
-}
-
-export function find(objects: Manifest[], kind: string, name?: string, namespace?: string): Manifest[] {
-  return objects.filter(
-    (o) =>
-      o.kind === kind &&
-      (name === undefined || o.metadata.name === name) &&
-      (namespace === undefined || o.metadata.namespace === namespace),
-  );
 }
 
 /** The real ServiceMonitor CRD, from the prometheus-operator Go module at the pinned version. */
