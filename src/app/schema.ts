@@ -107,7 +107,7 @@ export const BuildSchema = z
       ),
     timeout: duration('timeout').default('15m').describe('Deadline of one build Job.'),
   })
-  .describe('How each commit is built into an image.');
+  .describe('How each commit is built into an image; every setting has a default, and so has build.');
 
 const containerSchema = z.looseObject({
   // A plain pattern inside arrays: a CEL regex per item would blow the CRD's cost budget.
@@ -167,12 +167,9 @@ export const StrategySchema = z.strictObject({ blueGreen: BlueGreenSchema.prefau
 
 const specRules: Rule<{ image?: string | undefined; source?: unknown; build?: unknown }>[] = [
   {
-    cel: 'has(self.image) ? !has(self.source) && !has(self.build) : has(self.source) && has(self.build)',
-    message: 'spec must set either image, or both source and build',
-    test: (s) =>
-      s.image !== undefined
-        ? s.source === undefined && s.build === undefined
-        : s.source !== undefined && s.build !== undefined,
+    cel: 'has(self.image) ? !has(self.source) && !has(self.build) : has(self.source)',
+    message: 'spec must set either image, or source (with build settings, all optional)',
+    test: (s) => (s.image !== undefined ? s.source === undefined && s.build === undefined : s.source !== undefined),
   },
 ];
 

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { type App, AppSchema } from './schema.ts';
+import { type App, AppSchema, BuildSchema } from './schema.ts';
 
 export type Validation = { ok: true; app: App } | { ok: false; errors: string[] };
 
@@ -19,8 +19,15 @@ export function formatIssues(issues: z.core.$ZodIssue[]): string[] {
   );
 }
 
-/** Parses an App read from the API server, applying the schema defaults. */
+/**
+ * Parses an App read from the API server, applying the schema defaults; an App
+ * from source without build settings gets the default ones (build is optional
+ * so that, with --default-registry, an App needs only its source).
+ */
 export function validateApp(object: unknown): Validation {
   const result = AppSchema.safeParse(object);
-  return result.success ? { ok: true, app: result.data } : { ok: false, errors: formatIssues(result.error.issues) };
+  if (!result.success) return { ok: false, errors: formatIssues(result.error.issues) };
+  const app = result.data;
+  if (app.spec.source && !app.spec.build) app.spec.build = BuildSchema.parse({});
+  return { ok: true, app };
 }

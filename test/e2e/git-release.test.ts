@@ -315,9 +315,9 @@ describe('git push to release', () => {
     expect(jobs.items).toEqual([]);
   });
 
-  it('an App without build.image pushes to <--default-registry>/<namespace>/<name> and releases by digest', async () => {
+  it('an App with only its source pushes to <--default-registry>/<namespace>/<name> and releases by digest', async () => {
     const body = gitApp('unnamed', '0');
-    body.spec.build = {};
+    delete body.spec.build;
     await create(body);
     const app = await waitForApp(ns, 'unnamed', 'first release', phase('Healthy'), 60_000);
     const head = await repo.revParse('HEAD');

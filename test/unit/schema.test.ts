@@ -37,6 +37,14 @@ describe('App schema', () => {
     expect(result.app.spec.build).toEqual({ dockerfile: 'Dockerfile', engine: 'buildkit', timeout: '15m' });
   });
 
+  it('accepts a git App with no build at all, and gives it the default build settings', () => {
+    const app = gitApp();
+    delete app.spec.build;
+    const result = validateApp(app);
+    if (!result.ok) throw new Error(result.errors.join('\n'));
+    expect(result.app.spec.build).toEqual({ dockerfile: 'Dockerfile', engine: 'buildkit', timeout: '15m' });
+  });
+
   it.each([
     'https://git.example.com/team/app.git',
     'https://git.example.com:8443/team/app',
