@@ -4,7 +4,7 @@
 //                      weather-app demo as a local git repository and its App;
 //                      print what to try, and stop everything on Ctrl-C
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { openSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -53,6 +53,8 @@ async function up(): Promise<void> {
     await kubectlApply(cluster, readFileSync(join(root, 'config', file), 'utf8'));
   }
   const demo = await prepareDemo(join(cache, 'demo'), `http://${HTTP_ADDR}/webhooks/generic`);
+  const logPath = join(cache, 'demo', 'operator.log');
+  const logFile = openSync(logPath, 'w');
   const operator = spawn(
     process.execPath,
     [
@@ -63,10 +65,11 @@ async function up(): Promise<void> {
       `--http-addr=${HTTP_ADDR}`,
       `--webhook-secret-file=${demo.secretFile}`,
     ],
-    { stdio: ['ignore', 'inherit', 'inherit'] },
+    // To a file, so that what to try stays on screen.
+    { stdio: ['ignore', logFile, logFile] },
   );
   operator.once('exit', (code) => {
-    if (code !== null && code !== 0) log(`the operator exited with code ${code}`);
+    if (code !== null && code !== 0) log(`the operator exited with code ${code}; see ${logPath}`);
   });
   process.once('exit', () => operator.kill('SIGTERM'));
   await waitForOperator(operator);
@@ -74,7 +77,7 @@ async function up(): Promise<void> {
   console.log(`
 Teal is up in ${((Date.now() - started) / 1000).toFixed(1)}s: a real kube-apiserver, etcd, controller-manager and
 scheduler on 127.0.0.1 with pods simulated by KWOK, the App CRD, and the operator with its
-HTTP API on http://${HTTP_ADDR} (its logs follow).
+HTTP API on http://${HTTP_ADDR}; its logs: tail -f ${logPath}
 
 The weather app (examples/weather-app) is ${demo.reused ? 'the clone from your last run' : 'a fresh git repository'}, and its App is applied:
   working clone  ${demo.clone}
