@@ -8,7 +8,7 @@ import { openSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureBinaries, kubectlApply, startCluster, stopCluster, stopClusterSync } from './cluster.ts';
+import { type Cluster, ensureBinaries, kubectlApply, startCluster, stopCluster, stopClusterSync } from './cluster.ts';
 import { prepareDemo } from './demo.ts';
 
 const log = (line: string) => console.error(line);
@@ -48,6 +48,18 @@ async function up(): Promise<void> {
   process.on('SIGTERM', stop);
   // A closed terminal: the components run detached and would outlive us.
   process.on('SIGHUP', stop);
+  try {
+    await setUp(cluster, cache, started);
+  } catch (err) {
+    log(`make dev failed: ${err instanceof Error ? err.message : String(err)}`);
+    stop();
+  }
+  // kwokctl runs the components detached; this process stays to stop them.
+  setInterval(() => {}, 1 << 30);
+}
+
+/** CRD and roles, the demo repository, the operator, the App; then what to try. */
+async function setUp(cluster: Cluster, cache: string, started: number): Promise<void> {
   // The CRD, the user roles and the intents policy, as `make deploy` installs them.
   for (const file of ['crd/teal.dev_apps.yaml', 'rbac/roles.yaml', 'policy/intents.yaml']) {
     await kubectlApply(cluster, readFileSync(join(root, 'config', file), 'utf8'));
@@ -74,6 +86,9 @@ async function up(): Promise<void> {
   process.once('exit', () => operator.kill('SIGTERM'));
   await waitForOperator(operator);
   await kubectlApply(cluster, demo.manifest);
+  const change = demo.reused
+    ? `echo "# $(date)" >> app.py && git commit -qam "Another change"`
+    : `sed -i 's/clear sky/light rain/' sample_data.json && git commit -qam "Seoul: light rain"`;
   console.log(`
 Teal is up in ${((Date.now() - started) / 1000).toFixed(1)}s: a real kube-apiserver, etcd, controller-manager and
 scheduler on 127.0.0.1 with pods simulated by KWOK, the App CRD, and the operator with its
@@ -89,7 +104,7 @@ In another shell:
   kubectl teal get weather --watch          # the build Job, then revision 1 goes live
 
   cd ${demo.clone}
-  sed -i 's/clear sky/light rain/' sample_data.json && git commit -qam "Seoul: light rain" && git push
+  ${change} && git push
   kubectl teal get weather                  # revision 2 built and in preview; the App waits (Paused)
   kubectl teal promote weather              # the weather Service switches to revision 2
   kubectl teal undo weather                 # and back to revision 1, its ReplicaSet reused
@@ -97,8 +112,6 @@ In another shell:
 
 examples/weather-app/README.md walks through abort, retry and the rest.
 Ctrl-C stops the operator and the cluster, and removes them (the clone stays, for next time).`);
-  // kwokctl runs the components detached; this process stays to stop them.
-  setInterval(() => {}, 1 << 30);
 }
 
 const command = process.argv[2];
