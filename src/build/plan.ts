@@ -2,6 +2,7 @@
 // source and the build Jobs seen: create the one for the current commit,
 // supersede running older ones, keep a short history, and report status.
 import type { App, AppStatus } from '../app/schema.ts';
+import { parseGitUrl } from '../git/url.ts';
 import { type BuildImages, type BuildJobManifest, buildJobManifest, buildSpecHash } from './job.ts';
 import { type BuildDefaults, imageRepository } from './registry.ts';
 
@@ -60,6 +61,26 @@ export interface BuildPlanInput {
   gitSecretKeys?: readonly string[];
   /** The operator's registry defaults, for Apps that name no image or push Secret. */
   defaults?: BuildDefaults;
+}
+
+const gitProtocol = (url: string): string | undefined => {
+  try {
+    return parseGitUrl(url).protocol;
+  } catch {
+    return undefined; // the URL check reports it
+  }
+};
+
+/** What a build needs that the schema cannot check; each names the field. */
+export function buildSpecProblems(app: App, defaults: BuildDefaults = {}): string[] {
+  const problems: string[] = [];
+  if (app.spec.build && imageRepository(app, defaults) === undefined) {
+    problems.push('spec.build.image: required, since the operator has no --default-registry');
+  }
+  if (app.spec.build?.engine === 'kaniko' && app.spec.source && gitProtocol(app.spec.source.git.url) === 'ssh') {
+    problems.push('spec.build.engine: kaniko fetches the git context over https only; use buildkit for an ssh url');
+  }
+  return problems;
 }
 
 export function planBuild(input: BuildPlanInput): BuildPlan {

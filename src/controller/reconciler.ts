@@ -109,12 +109,11 @@ export class Reconciler {
     }
     let app = validation.app;
     const generation = app.metadata.generation ?? 0;
-    const buildDefaults = this.o.buildDefaults ?? {};
     const urlProblem = app.spec.source ? this.o.checkGitUrl(app.spec.source.git.url) : undefined;
     // Before anything is followed or built: an App that cannot be planned touches nothing.
     const problems = [
       ...(urlProblem ? [`spec.source.git.url: ${urlProblem}`] : []),
-      ...specProblems(app, buildDefaults),
+      ...specProblems(app, this.o.buildDefaults),
     ];
     if (problems.length > 0) {
       this.o.sources.forget(key);
@@ -158,7 +157,7 @@ export class Reconciler {
       now,
       target: targetRevision(app),
       intents,
-      buildDefaults,
+      ...(this.o.buildDefaults ? { buildDefaults: this.o.buildDefaults } : {}),
       ...(build?.running ? { building: true } : {}),
       ...(build?.failure ? { buildFailure: build.failure } : {}),
       ...(sourceFailure ? { sourceFailure } : {}),
@@ -180,7 +179,7 @@ export class Reconciler {
     );
     const commit = app.status?.source?.commit;
     const secretName = app.spec.source?.git.secretRef?.name;
-    const defaults = this.o.buildDefaults ?? {};
+    const defaults = this.o.buildDefaults;
     const spec = buildSpecHash(app, defaults);
     // Which credentials the build mounts depends on the Secret's keys: read them only when a Job is to be made
     // (as planBuild decides: none for this commit and these build settings).

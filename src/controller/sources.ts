@@ -71,7 +71,7 @@ export class Sources implements SourceView {
   }
 
   refresh(appKey: string): void {
-    void this.poller.trigger([appKey]);
+    this.poller.trigger([appKey]);
   }
 
   state(appKey: string): State | undefined {

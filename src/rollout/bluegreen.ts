@@ -6,8 +6,8 @@
 import { setCondition } from '../app/conditions.ts';
 import type { Intent } from '../app/intents.ts';
 import type { App, AppStatus, Condition, ConditionType, Phase, RevisionStatus } from '../app/schema.ts';
-import { type BuildDefaults, imageRepository } from '../build/registry.ts';
-import { parseGitUrl } from '../git/url.ts';
+import { buildSpecProblems } from '../build/plan.ts';
+import type { BuildDefaults } from '../build/registry.ts';
 import { type ActionContext, applyIntent, type PlannerEvent } from './actions.ts';
 import { appendHistory, nextRevisionNumber, replicaSetsToDelete } from './history.ts';
 import { ANN_APPLIED, LABEL_APP, LABEL_HASH } from './labels.ts';
@@ -53,23 +53,9 @@ export interface Plan {
   requeueAfterMs?: number;
 }
 
-const gitProtocol = (url: string): string | undefined => {
-  try {
-    return parseGitUrl(url).protocol;
-  } catch {
-    return undefined; // the URL check reports it
-  }
-};
-
 /** Checks the schema cannot express; each names the field. */
 export function specProblems(app: App, buildDefaults: BuildDefaults = {}): string[] {
-  const problems: string[] = [];
-  if (app.spec.build && imageRepository(app, buildDefaults) === undefined) {
-    problems.push('spec.build.image: required, since the operator has no --default-registry');
-  }
-  if (app.spec.build?.engine === 'kaniko' && app.spec.source && gitProtocol(app.spec.source.git.url) === 'ssh') {
-    problems.push('spec.build.engine: kaniko fetches the git context over https only; use buildkit for an ssh url');
-  }
+  const problems = buildSpecProblems(app, buildDefaults);
   const ports = servicePorts(app);
   if (ports.length === 0) {
     problems.push('spec.service.ports: required when the app container declares no containerPort');

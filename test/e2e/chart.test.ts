@@ -12,7 +12,7 @@ import { CLUSTER_SCOPED, IN_APP_NAMESPACES, IN_OPERATOR_NAMESPACE, NEVER } from 
 import { createApp, getApp, releaseAndPromote } from '../support/apps.ts';
 import { CHART, helm, render, serviceMonitorCrd } from '../support/helm.ts';
 import { canI, createNamespace, kubectl, serviceAccountKubeconfig } from '../support/kube.ts';
-import { find, type Manifest, parseManifests } from '../support/manifests.ts';
+import { find, type Manifest, operatorContainer, parseManifests, rulesOf } from '../support/manifests.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 
 const CONFIG = new URL('../../config', import.meta.url).pathname;
@@ -28,22 +28,7 @@ async function namespace(prefix: string): Promise<string> {
   return name;
 }
 
-interface Container {
-  image: string;
-  args: string[];
-  readinessProbe: { httpGet: { scheme: string } };
-}
-
-const rulesOf = (m: Manifest | undefined) => (m as { rules?: unknown[] } | undefined)?.rules;
 const configObjects = async (path: string) => parseManifests(await readFile(join(CONFIG, path), 'utf8'));
-const containerOf = (objects: Manifest[]) => {
-  const [deployment] = find(objects, 'Deployment') as (Manifest & {
-    spec: { template: { spec: { containers: Container[] } } };
-  })[];
-  const container = deployment?.spec.template.spec.containers[0];
-  if (!container) throw new Error('no operator container rendered');
-  return container;
-};
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'teal-chart-'));
@@ -96,7 +81,7 @@ describe('the rendered chart', () => {
 
     const deployment = find(objects, 'Deployment', 'teal')[0] as Manifest & { spec: { replicas: number } };
     expect(deployment.spec.replicas).toBe(2);
-    const container = containerOf(objects);
+    const container = operatorContainer(objects);
     expect(container.image).toBe('ghcr.io/teal-dev/teal:0.1.0');
     expect(container.args).toContain('--leader-elect=true');
     expect(container.args).toContain(`--buildkit-image=${DEFAULT_BUILD_IMAGES.buildkit}`);
@@ -113,7 +98,7 @@ describe('the rendered chart', () => {
       'watchNamespaces={team-a,team-b}',
     ]);
     const [clusterRole] = find(await configObjects('rbac/cluster/operator.yaml'), 'ClusterRole', 'teal-operator');
-    const all = rulesOf(clusterRole) as { apiGroups: string[] }[];
+    const all = rulesOf(clusterRole) ?? [];
     const namespaced = all.filter(
       (r) => !['coordination.k8s.io', 'authentication.k8s.io', 'authorization.k8s.io'].includes(r.apiGroups[0] ?? ''),
     );
@@ -130,7 +115,7 @@ describe('the rendered chart', () => {
       all.filter((r) => ['authentication.k8s.io', 'authorization.k8s.io'].includes(r.apiGroups[0] ?? '')),
     );
 
-    const container = containerOf(objects);
+    const container = operatorContainer(objects);
     expect(container.image).toBe('harbor.example.com/platform/teal:0.1.0-rc.1');
     expect(container.args).toEqual(
       expect.arrayContaining([
@@ -186,7 +171,7 @@ async function install(release: string, ns: string, args: string[], extraArgs: s
   const operator = await startOperator({
     namespace: release,
     kubeconfig,
-    deployed: { args: containerOf(objects).args, podNamespace: ns },
+    deployed: { args: operatorContainer(objects).args, podNamespace: ns },
     extraArgs,
   });
   operators.push(operator);

@@ -9,7 +9,7 @@ import { e2eApp } from '../fixtures/apps.ts';
 import { CLUSTER_SCOPED, IN_APP_NAMESPACES, IN_OPERATOR_NAMESPACE, NEVER } from '../fixtures/operator-rbac.ts';
 import { createApp, getApp, releaseAndPromote } from '../support/apps.ts';
 import { canI, createNamespace, kubectl, serviceAccountKubeconfig } from '../support/kube.ts';
-import { find, type Manifest, parseManifests } from '../support/manifests.ts';
+import { find, type Manifest, operatorContainer, parseManifests, rulesOf } from '../support/manifests.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 
 const config = new URL('../../config', import.meta.url).pathname;
@@ -29,16 +29,6 @@ async function kustomize(path: string): Promise<string> {
   return out.stdout;
 }
 
-const operatorArgs = (objects: Manifest[]): string[] => {
-  const [deployment] = find(objects, 'Deployment', 'teal-operator') as (Manifest & {
-    spec: { template: { spec: { containers: { args: string[] }[] } } };
-  })[];
-  const args = deployment?.spec.template.spec.containers[0]?.args;
-  if (!args) throw new Error('no operator container');
-  return args;
-};
-
-const rulesOf = (m: Manifest | undefined) => (m as { rules?: { apiGroups: string[] }[] } | undefined)?.rules;
 const REVIEW_GROUPS = ['authentication.k8s.io', 'authorization.k8s.io'];
 
 beforeAll(async () => {
@@ -89,7 +79,7 @@ describe('config/, cluster-wide mode', () => {
     const operator = await startOperator({
       namespace: apps,
       kubeconfig,
-      deployed: { args: operatorArgs(objects), podNamespace: 'teal-system' },
+      deployed: { args: operatorContainer(objects).args, podNamespace: 'teal-system' },
       extraArgs: [`--namespace=${apps}`],
     });
     operators.push(operator);
@@ -135,7 +125,7 @@ describe('config/namespaced', () => {
       all.filter((r) => REVIEW_GROUPS.includes(group(r))),
     );
     expect(find(objects, 'ClusterRole', 'teal-operator')).toEqual([]);
-    expect(operatorArgs(objects)).toContain('--namespace=teal-apps');
+    expect(operatorContainer(objects).args).toContain('--namespace=teal-apps');
   });
 
   it('passes a server-side dry-run', async () => {
@@ -181,7 +171,7 @@ describe('config/namespaced', () => {
     const operator = await startOperator({
       namespace: watched,
       kubeconfig,
-      deployed: { args: operatorArgs(objects), podNamespace: operatorNs },
+      deployed: { args: operatorContainer(objects).args, podNamespace: operatorNs },
     });
     operators.push(operator);
     await createApp(other, e2eApp('elsewhere'));

@@ -22,3 +22,28 @@ export function find(objects: Manifest[], kind: string, name?: string, namespace
       (namespace === undefined || o.metadata.namespace === namespace),
   );
 }
+
+export interface Rule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+/** The rules of a Role or ClusterRole, if it was found. */
+export const rulesOf = (m: Manifest | undefined): Rule[] | undefined => (m as { rules?: Rule[] } | undefined)?.rules;
+
+export interface OperatorContainer {
+  image: string;
+  args: string[];
+  readinessProbe: { httpGet: { scheme?: string } };
+}
+
+/** The operator container of the (only) Deployment among the objects. */
+export function operatorContainer(objects: Manifest[]): OperatorContainer {
+  const [deployment] = find(objects, 'Deployment') as (Manifest & {
+    spec: { template: { spec: { containers: OperatorContainer[] } } };
+  })[];
+  const container = deployment?.spec.template.spec.containers[0];
+  if (!container) throw new Error('no operator Deployment among the objects');
+  return container;
+}

@@ -3,7 +3,7 @@ import { IMAGE_REPOSITORY } from '../../src/app/patterns.ts';
 import type { App } from '../../src/app/schema.ts';
 import { validateApp } from '../../src/app/validate.ts';
 import { buildJobManifest, buildJobName, buildSpecHash, DEFAULT_BUILD_IMAGES } from '../../src/build/job.ts';
-import { BUILD_HISTORY, type ObservedJob, planBuild } from '../../src/build/plan.ts';
+import { BUILD_HISTORY, type ObservedBuildPod, type ObservedJob, planBuild } from '../../src/build/plan.ts';
 import { imageRepository, pushSecretName, registryProblem } from '../../src/build/registry.ts';
 import { gitApp } from '../fixtures/apps.ts';
 
@@ -43,6 +43,18 @@ function job(commit: string, extra: Partial<ObservedJob> = {}): ObservedJob {
     active: 1,
     deleting: false,
     ...extra,
+  };
+}
+
+/** The pod of C1's build Job, finished with this phase and termination message. */
+function pod(phase: string, message?: string): ObservedBuildPod {
+  return {
+    namespace: 'ns',
+    name: 'p',
+    resourceVersion: '1',
+    job: job(C1).name,
+    phase,
+    ...(message ? { message } : {}),
   };
 }
 
@@ -267,16 +279,7 @@ describe('planBuild', () => {
     const plan = planBuild({
       app: app(),
       jobs: [job(C1, { outcome: 'Complete', active: 0 })],
-      pods: [
-        {
-          namespace: 'ns',
-          name: 'p',
-          resourceVersion: '1',
-          job: job(C1).name,
-          phase: 'Succeeded',
-          message: `${DIGEST}\n`,
-        },
-      ],
+      pods: [pod('Succeeded', `${DIGEST}\n`)],
       images,
     });
     expect(plan.build).toMatchObject({ phase: 'Succeeded', image: `harbor.example.com/team/weather@${DIGEST}` });
@@ -291,16 +294,7 @@ describe('planBuild', () => {
     const plan = planBuild({
       app: app(),
       jobs: [job(C1, { outcome: 'Complete', active: 0 })],
-      pods: [
-        {
-          namespace: 'ns',
-          name: 'p',
-          resourceVersion: '1',
-          job: job(C1).name,
-          phase: 'Succeeded',
-          ...(message ? { message } : {}),
-        },
-      ],
+      pods: [pod('Succeeded', message)],
       images,
     });
     expect(plan.build?.phase).toBe('Failed');
@@ -312,7 +306,7 @@ describe('planBuild', () => {
     const plan = planBuild({
       app: app(),
       jobs: [job(C1, { outcome: 'Failed', active: 0, failureMessage: 'BackoffLimitExceeded' })],
-      pods: [{ namespace: 'ns', name: 'p', resourceVersion: '1', job: job(C1).name, phase: 'Failed', message: logs }],
+      pods: [pod('Failed', logs)],
       images,
     });
     expect(plan.actions).toEqual([]);
