@@ -2,16 +2,32 @@
 //
 // The active Service selector is the truth about what serves: the planner
 // reads it from the cluster, never from status, so a restart between the
-// switch and the status write finishes the promotion exactly once.
+// switch and the status write finishes the promotion exactly once. It is
+// also input: a selector Teal did not write is put back, never adopted.
+//
+// rollout() reads as a list of named steps, as Argo Rollouts' rolloutBlueGreen
+// does; each decision is a named predicate (predicates.ts) and every reason a
+// constant (reasons.ts).
 import { setCondition } from '../app/conditions.ts';
 import type { Intent } from '../app/intents.ts';
 import type { App, AppStatus, Condition, ConditionType, Phase, RevisionStatus } from '../app/schema.ts';
 import { buildSpecProblems } from '../build/plan.ts';
 import type { BuildDefaults } from '../build/registry.ts';
 import { type ActionContext, applyIntent, type PlannerEvent } from './actions.ts';
-import { appendHistory, nextRevisionNumber, replicaSetsToDelete } from './history.ts';
+import { replicaCounts } from './counts.ts';
+import { appendHistory, replicaSetsToDelete, revisionNumberFor } from './history.ts';
 import { ANN_APPLIED, LABEL_APP, LABEL_HASH } from './labels.ts';
 import { isAvailableAt, isFullyAvailable, type Observed, type ObservedReplicaSet } from './observed.ts';
+import {
+  autoPromotionDueAt,
+  isAborted,
+  isFastTracked,
+  isOwnSwitch,
+  isPromotionRequested,
+  parseTime,
+  scaleDownDeadline,
+} from './predicates.ts';
+import { ConditionReason as CR, EventReason as ER } from './reasons.ts';
 import { type ReplicaSetManifest, type Revision, replicaSetManifest, replicaSetName } from './replicaset.ts';
 import {
   adoptedServiceManifest,
@@ -74,6 +90,8 @@ export function specProblems(app: App, buildDefaults: BuildDefaults = {}): strin
   return problems;
 }
 
+type Desired = Revision & { number: number };
+
 interface Planner {
   input: PlanInput;
   app: App;
@@ -83,6 +101,30 @@ interface Planner {
   nowMs: number;
   wakeAt: number[];
   generation: number;
+}
+
+/** What one reconcile knows of the rollout, worked out by the first steps. */
+interface Rollout {
+  byHash: Map<string, ObservedReplicaSet>;
+  replicas: number;
+  previewCount: number;
+  paused: boolean;
+  /** The revision the spec, or an undo, asks for. */
+  desired: Desired | undefined;
+  /** The revision that serves: the active Service's, once judged to be Teal's own doing. */
+  activeHash: string | undefined;
+}
+
+/** Where the desired revision stands after this reconcile. */
+interface Progress {
+  phase: Phase;
+  message: string;
+  /** Waiting for pods: the preview at its size, or the promoted revision at full size. */
+  waiting?: 'preview' | 'full';
+  /** The revision in preview: the preview Service selects it from the moment its ReplicaSet exists. */
+  previewHash?: string;
+  previewRS?: ObservedReplicaSet;
+  previewReady?: boolean;
 }
 
 const emit = (p: Planner, event: PlannerEvent) => p.actions.push({ kind: 'event', event });
@@ -111,10 +153,17 @@ export function plan(input: PlanInput): Plan {
   };
   const problems = specProblems(app, input.buildDefaults);
   if (problems.length > 0) return planInvalid(app.status, p.generation, problems, input.now);
-  condition(p, 'InvalidSpec', 'False', 'Valid');
+  condition(p, 'InvalidSpec', 'False', CR.Valid);
   p.status.observedGeneration = p.generation;
   rollout(p);
-  const requeue = p.wakeAt.length > 0 ? Math.max(0, Math.min(...p.wakeAt) - p.nowMs) : undefined;
+  const desiredHash = p.status.pin?.podTemplateHash ?? input.target?.hash;
+  Object.assign(
+    p.status,
+    replicaCounts(input.observed.replicaSets, p.status.active?.podTemplateHash, desiredHash, app.metadata.name),
+  );
+  // A wake-up time is computed from values read back from the cluster: only a real one counts.
+  const due = p.wakeAt.filter(Number.isFinite);
+  const requeue = due.length > 0 ? Math.max(0, Math.min(...due) - p.nowMs) : undefined;
   return { actions: p.actions, status: p.status, ...(requeue !== undefined ? { requeueAfterMs: requeue + 1 } : {}) };
 }
 
@@ -123,228 +172,361 @@ export function planInvalid(status: AppStatus | undefined, generation: number, p
   const next = structuredClone(status ?? {});
   const message = problems.join('; ');
   const before = next.conditions?.find((c) => c.type === 'InvalidSpec');
-  const set = (type: ConditionType, reason: string) => {
+  const set = (type: ConditionType) => {
     next.conditions = setCondition(
       next.conditions,
-      { type, status: 'True', reason, message },
+      { type, status: type === 'Ready' ? 'False' : 'True', reason: CR.InvalidSpec, message },
       generation,
       now.toISOString(),
     );
   };
-  set('InvalidSpec', 'InvalidSpec');
-  next.conditions = setCondition(
-    next.conditions,
-    { type: 'Ready', status: 'False', reason: 'InvalidSpec', message },
-    generation,
-    now.toISOString(),
-  );
+  set('InvalidSpec');
+  set('Ready');
   next.phase = 'Degraded';
   next.message = `invalid spec: ${message}`;
   next.observedGeneration = generation;
   const changed = before?.status !== 'True' || before.message !== message;
   return {
-    actions: changed ? [{ kind: 'event', event: { type: 'Warning', reason: 'InvalidSpec', message } }] : [],
+    actions: changed ? [{ kind: 'event', event: { type: 'Warning', reason: ER.InvalidSpec, message } }] : [],
     status: next,
   };
 }
 
 function rollout(p: Planner): void {
+  const r = observeRollout(p);
+  settleActiveService(p, r);
+  endStalePin(p, r);
+  takeIntents(p, r);
+  dropStaleMarks(p, r);
+  const progress = reconcileDesired(p, r);
+  reconcileActiveReplicaSet(p, r);
+  previewStatus(p, r, progress);
+  progressDeadline(p, r.desired, progress.waiting);
+  scaleDownOthers(p, r);
+  reconcileServices(p, progress);
+  summarize(p, r, progress);
+}
+
+// ---- the steps ----
+
+/** ReplicaSets by hash, the sizes the spec asks for, the desired revision, and what serves. */
+function observeRollout(p: Planner): Rollout {
   const { app, input, status } = p;
-  const { observed } = input;
   const replicas = app.spec.replicas;
   const bg = app.spec.strategy.blueGreen;
-  const previewCount = Math.min(bg.previewReplicaCount ?? replicas, replicas);
-  const byHash = new Map(observed.replicaSets.filter((rs) => !rs.deleting).map((rs) => [rs.hash, rs]));
+  const byHash = new Map(input.observed.replicaSets.filter((rs) => !rs.deleting).map((rs) => [rs.hash, rs]));
+  const r: Rollout = {
+    byHash,
+    replicas,
+    previewCount: Math.min(bg.previewReplicaCount ?? replicas, replicas),
+    paused: app.spec.paused || status.pause !== undefined,
+    desired: undefined,
+    activeHash: undefined,
+  };
+  r.desired = desiredRevision(p, r);
+  r.activeHash = servingHash(p, r);
+  return r;
+}
 
-  // What serves now, read from the active Service; a Service someone deleted
-  // is recreated on the revision status last recorded.
-  const activeHash = observed.activeService
-    ? observed.activeService.selector[LABEL_APP] === app.metadata.name
-      ? selectedHash(observed.activeService)
-      : undefined
-    : status.active?.podTemplateHash;
-  const activeRS = activeHash ? byHash.get(activeHash) : undefined;
+/**
+ * What the active Service serves, judged: its selector when it is the one
+ * status records or Teal's own interrupted switch; otherwise the revision
+ * status records (a hand edit, or a Service someone deleted, is put back).
+ */
+function servingHash(p: Planner, r: Rollout): string | undefined {
+  const { app, status } = p;
+  const recorded = status.active?.podTemplateHash;
+  const svc = p.input.observed.activeService;
+  if (!svc) return recorded;
+  const selected = svc.selector[LABEL_APP] === app.metadata.name ? selectedHash(svc) : undefined;
+  if (selected === recorded) return recorded;
+  const noteMatches = selected !== undefined && serviceMatches(svc, activeManifest(p, selected));
+  if (selected !== undefined && r.byHash.has(selected) && isOwnSwitch(status, selected, noteMatches, r.desired?.hash)) {
+    return selected;
+  }
+  return recorded;
+}
 
-  // An undo pin holds until the spec asks for something else.
-  const specHash = input.target?.hash;
-  if (status.pin && (status.pin.over !== (specHash ?? '') || !byHash.has(status.pin.podTemplateHash))) {
+/** Records Teal's own switch that status missed, or warns of someone else's edit (reconcileServices repairs it). */
+function settleActiveService(p: Planner, r: Rollout): void {
+  const { status } = p;
+  const svc = p.input.observed.activeService;
+  const recorded = status.active?.podTemplateHash;
+  const served = r.activeHash ? r.byHash.get(r.activeHash) : undefined;
+  if (r.activeHash !== recorded && served) {
     emit(p, {
       type: 'Normal',
-      reason: 'UndoEnded',
-      message: `undo to revision ${status.pin.revision} ended: the spec asks for a new revision`,
+      reason: ER.SwitchRecorded,
+      message: `active Service ${activeServiceName(p)} already selects revision ${served.revision}: recording the switch`,
     });
-    delete status.pin;
+    recordActivation(p, served, undefined);
+    return;
   }
-  let desired = desiredRevision(p, byHash);
+  if (!svc || !recorded) return;
+  const selected = svc.selector[LABEL_HASH] ?? '(none)';
+  if (svc.selector[LABEL_APP] !== p.app.metadata.name || selected !== recorded) {
+    emit(p, {
+      type: 'Warning',
+      reason: ER.ActiveServiceEdited,
+      message: `active Service ${svc.name} was changed by someone else to select ${JSON.stringify(svc.selector).slice(0, 200)}; Teal sets it back to revision ${status.active?.revision}`,
+    });
+  }
+}
 
-  // Intents, oldest first; each is taken once.
+/** An undo pin holds until the spec asks for something else, or its ReplicaSet is gone. */
+function endStalePin(p: Planner, r: Rollout): void {
+  const { status, input } = p;
+  if (!status.pin) return;
+  if (status.pin.over === (input.target?.hash ?? '') && r.byHash.has(status.pin.podTemplateHash)) return;
+  emit(p, {
+    type: 'Normal',
+    reason: ER.UndoEnded,
+    message: `undo to revision ${status.pin.revision} ended: the spec asks for a new revision`,
+  });
+  delete status.pin;
+  r.desired = desiredRevision(p, r);
+}
+
+/** Intents, oldest first; each is taken once. */
+function takeIntents(p: Planner, r: Rollout): void {
+  const { status, input } = p;
   const handled = { ...(status.handledIntents ?? {}) };
   for (const intent of input.intents) {
     if (handled[intent.action] === intent.id) continue;
     handled[intent.action] = intent.id;
     const ctx: ActionContext = {
-      app,
+      app: p.app,
       status,
-      replicaSets: observed.replicaSets,
-      desired,
-      activeHash,
-      specHash,
+      replicaSets: input.observed.replicaSets,
+      desired: r.desired,
+      activeHash: r.activeHash,
+      specHash: input.target?.hash,
       now: p.now,
     };
     emit(p, applyIntent(ctx, intent));
-    desired = desiredRevision(p, byHash);
+    r.desired = desiredRevision(p, r);
+    r.paused = p.app.spec.paused || status.pause !== undefined;
   }
   if (Object.keys(handled).length > 0) status.handledIntents = handled;
+}
 
-  if (status.abort && status.abort.podTemplateHash !== desired?.hash) delete status.abort;
-  if (status.promotion && status.promotion.podTemplateHash !== desired?.hash) delete status.promotion;
+/** An abort or a promotion belongs to one revision: a new desired revision ends it. */
+function dropStaleMarks(p: Planner, r: Rollout): void {
+  const { status } = p;
+  if (status.abort && status.abort.podTemplateHash !== r.desired?.hash) delete status.abort;
+  if (status.promotion && status.promotion.podTemplateHash !== r.desired?.hash) delete status.promotion;
+}
 
-  const paused = app.spec.paused || status.pause !== undefined;
-  const keep = new Set<string>(
-    [activeHash, desired?.hash, status.stable?.podTemplateHash].filter((h): h is string => !!h),
-  );
+/** Moves the desired revision one step: deploy, preview, promote, switch. */
+function reconcileDesired(p: Planner, r: Rollout): Progress {
+  const { desired } = r;
+  if (!desired) return noRevision(p, r);
+  if (desired.hash === r.activeHash) return steady(p, r, desired);
+  if (isAborted(p.status, desired.hash)) return aborted(p, r, desired);
+  if (r.paused && !r.byHash.has(desired.hash)) {
+    return { phase: 'Paused', message: `paused: revision ${desired.number} waits to be deployed` };
+  }
+  return release(p, r, desired);
+}
 
-  // Record a switch the cluster shows but status does not: a restart landed between the two.
-  if (activeHash && activeRS && status.active?.podTemplateHash !== activeHash) recordActivation(p, activeRS, undefined);
-
-  let phase: Phase = 'Healthy';
-  let message = '';
-  let waiting: 'preview' | 'full' | undefined;
-  let previewRS: ObservedReplicaSet | undefined;
-  let previewReady = false;
-
-  if (!desired) {
-    phase = input.building ? 'Building' : activeHash ? 'Healthy' : input.sourceFailure ? 'Degraded' : 'Progressing';
-    const building = activeRS
+function noRevision(p: Planner, r: Rollout): Progress {
+  const { input } = p;
+  const activeRS = r.activeHash ? r.byHash.get(r.activeHash) : undefined;
+  if (input.building) {
+    const message = activeRS
       ? `building a new image; revision ${activeRS.revision} stays active`
       : 'building the first image';
-    message = input.building ? building : (input.sourceFailure ?? 'waiting for an image');
-  } else if (desired.hash === activeHash && activeRS) {
-    // Steady: the desired revision serves; follow spec.replicas.
-    if (activeRS.specReplicas !== replicas || activeRS.scaleDownAt) {
-      p.actions.push({ kind: 'patchReplicaSet', name: activeRS.name, replicas, scaleDownAt: null });
-    }
-    if (!isFullyAvailable(activeRS, replicas)) {
-      phase = 'Progressing';
-      message = `revision ${activeRS.revision}: ${activeRS.availableReplicas}/${replicas} pods available`;
+    return { phase: 'Building', message };
+  }
+  const message = input.sourceFailure ?? 'waiting for an image';
+  if (r.activeHash) return { phase: 'Healthy', message };
+  return { phase: input.sourceFailure ? 'Degraded' : 'Progressing', message };
+}
+
+/** The desired revision serves; its ReplicaSet is recreated at full size if someone deleted it. */
+function steady(p: Planner, r: Rollout, desired: Desired): Progress {
+  const rs = r.byHash.get(desired.hash);
+  if (!rs) {
+    createReplicaSet(p, desired, r.replicas, ER.FastTrack, 'the active revision had no ReplicaSet');
+    return { phase: 'Progressing', message: `revision ${desired.number}: recreating its ReplicaSet`, waiting: 'full' };
+  }
+  if (!isFullyAvailable(rs, r.replicas)) {
+    return {
+      phase: 'Progressing',
+      message: `revision ${rs.revision}: ${rs.availableReplicas}/${r.replicas} pods available`,
+    };
+  }
+  return { phase: 'Healthy', message: `revision ${rs.revision} is active` };
+}
+
+/** Active stays; the aborted preview is scaled down after abortScaleDownDelaySeconds (never, when 0). */
+function aborted(p: Planner, r: Rollout, desired: Desired): Progress {
+  const rs = r.byHash.get(desired.hash);
+  const delay = p.app.spec.strategy.blueGreen.abortScaleDownDelaySeconds;
+  if (rs && rs.specReplicas > 0) {
+    if (delay > 0) scaleDownLater(p, rs, delay, `revision ${rs.revision} was aborted`);
+    else if (rs.scaleDownAt !== undefined) markScaleDown(p, rs, null);
+  }
+  const up = rs && rs.specReplicas > 0;
+  return {
+    phase: 'Degraded',
+    message: `revision ${desired.number} aborted by ${p.status.abort?.by}; active stays on revision ${p.status.active?.revision ?? '-'}`,
+    // While its pods are up the preview URL still shows what was aborted, as with Argo Rollouts.
+    ...(up ? { previewHash: rs.hash, previewRS: rs } : {}),
+  };
+}
+
+/** A revision on its way to active: created, previewed, paused for promotion, promoted, switched. */
+function release(p: Planner, r: Rollout, desired: Desired): Progress {
+  const { status } = p;
+  const rs = r.byHash.get(desired.hash);
+  const fastTrack = isFastTracked(status, desired.hash, rs, r.activeHash, p.nowMs);
+  const inPreview = fastTrack ? {} : { previewHash: desired.hash, ...(rs ? { previewRS: rs } : {}) };
+  let promoting = fastTrack || isPromotionRequested(status, desired.hash);
+
+  if (!rs) {
+    const reason = !r.activeHash ? ER.FirstRelease : fastTrack ? ER.FastTrack : ER.PreviewCreated;
+    const size = promoting ? r.replicas : r.previewCount;
+    createReplicaSet(p, desired, size, reason, promoting ? 'going active' : 'preview');
+    return { ...inPreview, ...waitingFor(desired, undefined, promoting ? 'full' : 'preview', r) };
+  }
+  if (r.paused) return { ...inPreview, phase: 'Paused', message: `paused by ${status.pause?.by ?? 'spec.paused'}` };
+
+  const previewReady = isAvailableAt(rs, r.previewCount);
+  if (!promoting && previewReady && p.app.spec.strategy.blueGreen.autoPromotionEnabled) {
+    promoting = autoPromote(p, desired);
+  }
+  if (!promoting) {
+    sizeTo(p, rs, r.previewCount, `preview of revision ${rs.revision}`);
+    if (!previewReady) return { ...inPreview, previewReady, ...waitingFor(desired, rs, 'preview', r) };
+    return {
+      ...inPreview,
+      previewReady,
+      phase: 'Paused',
+      message: `revision ${desired.number} is ready in preview, waiting for promotion`,
+    };
+  }
+  sizeTo(p, rs, r.replicas, `promoting revision ${rs.revision}`);
+  if (!isFullyAvailable(rs, r.replicas)) return { ...inPreview, previewReady, ...waitingFor(desired, rs, 'full', r) };
+  switchActive(p, r, rs);
+  return { phase: 'Healthy', message: `revision ${desired.number} is active` };
+}
+
+function waitingFor(
+  desired: Desired,
+  rs: ObservedReplicaSet | undefined,
+  waiting: 'preview' | 'full',
+  r: Rollout,
+): Progress {
+  const have = rs
+    ? `${rs.availableReplicas}/${waiting === 'full' ? r.replicas : r.previewCount} pods available`
+    : 'deploying';
+  return {
+    phase: 'Progressing',
+    message: `revision ${desired.number} ${waiting === 'full' ? 'promoting' : 'in preview'}: ${have}`,
+    waiting,
+  };
+}
+
+/** Promotes once autoPromotionSeconds have passed since the preview became available; else wakes then. */
+function autoPromote(p: Planner, desired: Desired): boolean {
+  const { status } = p;
+  const due = autoPromotionDueAt(status, desired.hash, p.app.spec.strategy.blueGreen.autoPromotionSeconds, p.nowMs);
+  if (due > p.nowMs) {
+    p.wakeAt.push(due);
+    return false;
+  }
+  status.promotion = { podTemplateHash: desired.hash, revision: desired.number, by: 'teal', via: 'auto', at: p.now };
+  emit(p, { type: 'Normal', reason: ER.AutoPromotion, message: `revision ${desired.number} promoted automatically` });
+  return true;
+}
+
+/**
+ * The active ReplicaSet serves users, so it follows spec.replicas at once,
+ * whatever is in preview (Argo's #4552: replica changes must reach what serves).
+ */
+function reconcileActiveReplicaSet(p: Planner, r: Rollout): void {
+  const hash = p.status.active?.podTemplateHash ?? r.activeHash;
+  const rs = hash ? r.byHash.get(hash) : undefined;
+  if (!rs || touched(p).has(rs.name)) return;
+  sizeTo(p, rs, r.replicas, `revision ${rs.revision} is active`);
+}
+
+/**
+ * Every other ReplicaSet goes to zero: a superseded preview at once (it never
+ * served users), a formerly active one after scaleDownDelaySeconds. Beyond
+ * revisionHistoryLimit, scaled-down ones are deleted.
+ */
+function scaleDownOthers(p: Planner, r: Rollout): void {
+  const { status } = p;
+  // After this reconcile's switch, if any: what serves now, what is wanted, and stable.
+  const keep = new Set(
+    [status.active?.podTemplateHash, r.activeHash, r.desired?.hash, status.stable?.podTemplateHash].filter(
+      (h): h is string => h !== undefined,
+    ),
+  );
+  const skip = touched(p);
+  for (const rs of r.byHash.values()) {
+    if (keep.has(rs.hash) || skip.has(rs.name)) continue;
+    const wasActive = status.history?.some((h) => h.podTemplateHash === rs.hash || h.revision === rs.revision);
+    if (wasActive) {
+      scaleDownLater(
+        p,
+        rs,
+        p.app.spec.strategy.blueGreen.scaleDownDelaySeconds,
+        `revision ${rs.revision} is no longer active`,
+      );
     } else {
-      message = `revision ${activeRS.revision} is active`;
+      scaleDownLater(p, rs, 0, `revision ${rs.revision} was superseded in preview`);
     }
-  } else if (status.abort?.podTemplateHash === desired.hash) {
-    const rs = byHash.get(desired.hash);
-    if (rs && rs.specReplicas > 0) scaleDownLater(p, rs, bg.abortScaleDownDelaySeconds);
+  }
+  for (const rs of replicaSetsToDelete([...r.byHash.values()], keep, p.app.spec.revisionHistoryLimit)) {
+    p.actions.push({ kind: 'deleteReplicaSet', name: rs.name });
+  }
+}
+
+/**
+ * Keeps both Services as they should be. The active one follows status.active
+ * (a hand edit of its selector is put back); the preview one selects the
+ * revision in preview, else the active one, so a preview URL never goes dark.
+ */
+function reconcileServices(p: Planner, progress: Progress): void {
+  const { app, input, status } = p;
+  const activeHash = status.active?.podTemplateHash;
+  const switched = p.actions.some((a) => a.kind === 'applyService' && a.role === 'active');
+  if (!switched && activeHash) {
+    const svc = input.observed.activeService;
+    const want = activeManifest(p, activeHash);
+    if (!svc || !serviceMatches(svc, want)) p.actions.push({ kind: 'applyService', role: 'active', manifest: want });
+  }
+  const previewHash = progress.previewHash ?? activeHash;
+  const preview = input.observed.previewService;
+  const want =
+    preview && isAdopted(app, preview)
+      ? adoptedServiceManifest(app, preview, previewHash)
+      : ownedServiceManifest(app, 'preview', previewHash);
+  if (previewHash && (!preview || !serviceMatches(preview, want))) {
+    p.actions.push({ kind: 'applyService', role: 'preview', manifest: want });
+  }
+}
+
+/** Conditions, phase and message, most severe first. */
+function summarize(p: Planner, r: Rollout, progress: Progress): void {
+  const { input, status } = p;
+  let { phase, message } = progress;
+  const deadline = status.conditions?.find((c) => c.type === 'ProgressDeadlineExceeded');
+  const aborted = r.desired !== undefined && isAborted(status, r.desired.hash);
+  if (aborted) {
+    condition(p, 'Aborted', 'True', CR.Aborted, message);
     phase = 'Degraded';
-    message = `revision ${desired.number} aborted by ${status.abort.by}; active stays on revision ${status.active?.revision ?? '-'}`;
-  } else if (paused && !byHash.has(desired.hash)) {
-    phase = 'Paused';
-    message = `paused: revision ${desired.number} waits to be deployed`;
   } else {
-    const firstRelease = !activeHash;
-    const rs = byHash.get(desired.hash);
-    const withinScaleDown =
-      rs?.scaleDownAt !== undefined && Date.parse(rs.scaleDownAt) > p.nowMs && rs.availableReplicas > 0;
-    const fastTrack =
-      firstRelease ||
-      (status.pin?.podTemplateHash === desired.hash && !status.pin.preview) ||
-      withinScaleDown ||
-      status.stable?.podTemplateHash === desired.hash;
-    if (!fastTrack) previewRS = rs;
-    let promoting = fastTrack || status.promotion?.podTemplateHash === desired.hash;
-
-    if (!rs) {
-      if (!paused) {
-        const size = promoting ? replicas : previewCount;
-        p.actions.push({ kind: 'createReplicaSet', manifest: replicaSetManifest(app, desired, desired.number, size) });
-        emit(p, {
-          type: 'Normal',
-          reason: firstRelease ? 'FirstRelease' : fastTrack ? 'FastTrack' : 'PreviewCreated',
-          message: `revision ${desired.number} (${desired.image}) deployed at ${size} replicas`,
-        });
-      }
-      waiting = promoting ? 'full' : 'preview';
-    } else if (paused) {
-      waiting = undefined;
-    } else {
-      // Auto promotion counts from the moment the preview became available.
-      previewReady = isAvailableAt(rs, previewCount);
-      if (!fastTrack && previewReady && !promoting && bg.autoPromotionEnabled) {
-        const availableAt = Date.parse(
-          status.preview?.podTemplateHash === desired.hash ? (status.preview.availableAt ?? p.now) : p.now,
-        );
-        const due = availableAt + bg.autoPromotionSeconds * 1000;
-        if (due <= p.nowMs) {
-          status.promotion = {
-            podTemplateHash: desired.hash,
-            revision: desired.number,
-            by: 'teal',
-            via: 'auto',
-            at: p.now,
-          };
-          emit(p, {
-            type: 'Normal',
-            reason: 'AutoPromotion',
-            message: `revision ${desired.number} promoted automatically`,
-          });
-          promoting = true;
-        } else {
-          p.wakeAt.push(due);
-        }
-      }
-      if (promoting) {
-        if (rs.specReplicas !== replicas || rs.scaleDownAt) {
-          p.actions.push({ kind: 'patchReplicaSet', name: rs.name, replicas, scaleDownAt: null });
-        }
-        if (isFullyAvailable(rs, replicas)) {
-          switchActive(p, rs, activeRS, fastTrack);
-          previewRS = undefined;
-        } else {
-          waiting = 'full';
-        }
-      } else {
-        if (rs.specReplicas !== previewCount || rs.scaleDownAt) {
-          p.actions.push({ kind: 'patchReplicaSet', name: rs.name, replicas: previewCount, scaleDownAt: null });
-        }
-        if (!previewReady) waiting = 'preview';
-      }
-    }
-
-    const current = status.active?.podTemplateHash === desired.hash && selectedAfter(p) === desired.hash;
-    if (current) {
-      phase = 'Healthy';
-      message = `revision ${desired.number} is active`;
-    } else if (paused) {
-      phase = 'Paused';
-      message = `paused by ${status.pause?.by ?? 'spec.paused'}`;
-    } else if (waiting) {
-      phase = 'Progressing';
-      const have = rs
-        ? `${rs.availableReplicas}/${waiting === 'full' ? replicas : previewCount} pods available`
-        : 'deploying';
-      message = `revision ${desired.number} ${waiting === 'full' ? 'promoting' : 'in preview'}: ${have}`;
-    } else {
-      phase = 'Paused';
-      message = `revision ${desired.number} is ready in preview, waiting for promotion`;
-    }
+    condition(p, 'Aborted', 'False', CR.NotAborted);
   }
-
-  previewStatus(p, desired, previewRS, previewReady, activeHash);
-  progressDeadline(p, desired, waiting);
-  scaleDownOld(p, keep, byHash);
-  services(p, previewRS && previewReady ? previewRS.hash : undefined);
-
-  // Conditions and phase, most severe first.
-  const deadline = status.conditions?.find((c) => c.type === 'ProgressDeadlineExceeded')?.status === 'True';
-  if (status.abort && status.abort.podTemplateHash === desired?.hash) {
-    condition(p, 'Aborted', 'True', 'Aborted', message);
+  if (deadline?.status === 'True' && phase !== 'Degraded') {
     phase = 'Degraded';
-  } else {
-    condition(p, 'Aborted', 'False', 'NotAborted');
+    message = deadline.message ?? message;
   }
-  if (deadline && phase !== 'Degraded') {
-    phase = 'Degraded';
-    message = status.conditions?.find((c) => c.type === 'ProgressDeadlineExceeded')?.message ?? message;
-  }
-  if (paused && phase === 'Healthy') {
+  if (r.paused && phase === 'Healthy') {
     phase = 'Paused';
     message = `paused by ${status.pause?.by ?? 'spec.paused'}; ${message}`;
   }
@@ -355,22 +537,8 @@ function rollout(p: Planner): void {
     phase = 'Building';
     message = `building ${status.build?.commit?.slice(0, 12) ?? 'a new commit'}; ${message}`;
   }
-  const promoted = desired !== undefined && status.active?.podTemplateHash === desired.hash;
-  condition(
-    p,
-    'Promoted',
-    promoted ? 'True' : 'False',
-    promoted
-      ? 'Promoted'
-      : phase === 'Paused'
-        ? paused
-          ? 'Paused'
-          : 'WaitingForPromotion'
-        : phase === 'Degraded'
-          ? 'Degraded'
-          : 'Progressing',
-    message,
-  );
+  const promoted = r.desired !== undefined && status.active?.podTemplateHash === r.desired.hash;
+  condition(p, 'Promoted', promoted ? 'True' : 'False', promotedReason(promoted, phase, r.paused), message);
   condition(p, 'Ready', phase === 'Healthy' ? 'True' : 'False', phase, message);
   if (status.phase !== phase) {
     emit(p, { type: phase === 'Degraded' ? 'Warning' : 'Normal', reason: `Phase${phase}`, message });
@@ -379,21 +547,22 @@ function rollout(p: Planner): void {
   status.message = message;
 }
 
-function desiredRevision(
-  p: Planner,
-  byHash: Map<string, ObservedReplicaSet>,
-): (Revision & { number: number }) | undefined {
+function promotedReason(promoted: boolean, phase: Phase, paused: boolean): string {
+  if (promoted) return CR.Promoted;
+  if (phase === 'Paused') return paused ? CR.Paused : CR.WaitingForPromotion;
+  return phase === 'Degraded' ? CR.Degraded : CR.Progressing;
+}
+
+// ---- revisions and status ----
+
+function desiredRevision(p: Planner, r: Pick<Rollout, 'byHash'>): Desired | undefined {
   const { status, input } = p;
   if (status.pin) {
-    const rs = byHash.get(status.pin.podTemplateHash);
+    const rs = r.byHash.get(status.pin.podTemplateHash);
     if (rs) return { hash: rs.hash, image: rs.image, ...(rs.commit ? { commit: rs.commit } : {}), number: rs.revision };
   }
   if (!input.target) return undefined;
-  const existing = byHash.get(input.target.hash);
-  return {
-    ...input.target,
-    number: existing?.revision || nextRevisionNumber(input.observed.replicaSets, status),
-  };
+  return { ...input.target, number: revisionNumberFor(input.target.hash, input.observed.replicaSets, status) };
 }
 
 function revisionStatus(app: App, rs: ObservedReplicaSet): RevisionStatus {
@@ -406,34 +575,25 @@ function revisionStatus(app: App, rs: ObservedReplicaSet): RevisionStatus {
   };
 }
 
-/** The selector the active Service has once this plan's actions ran. */
-function selectedAfter(p: Planner): string | undefined {
-  const applied = [...p.actions]
-    .reverse()
-    .find((a): a is Extract<KubeAction, { kind: 'applyService' }> => a.kind === 'applyService' && a.role === 'active');
-  if (applied) return applied.manifest.spec.selector[LABEL_HASH];
-  return p.input.observed.activeService
-    ? selectedHash(p.input.observed.activeService)
-    : p.status.active?.podTemplateHash;
-}
-
-function switchActive(
-  p: Planner,
-  rs: ObservedReplicaSet,
-  previous: ObservedReplicaSet | undefined,
-  fastTrack: boolean,
-): void {
-  const { app, status } = p;
+/** Points the active Service at the saturated revision; the one it replaces goes after scaleDownDelaySeconds. */
+function switchActive(p: Planner, r: Rollout, rs: ObservedReplicaSet): void {
+  const previous = r.activeHash ? r.byHash.get(r.activeHash) : undefined;
   p.actions.push({ kind: 'applyService', role: 'active', manifest: activeManifest(p, rs.hash) });
+  // Kept up for the delay even after `promote --full`, so an undo stays instant.
   if (previous && previous.hash !== rs.hash) {
-    const delay = status.promotion?.full ? 0 : app.spec.strategy.blueGreen.scaleDownDelaySeconds;
-    scaleDownLater(p, previous, delay);
+    scaleDownLater(
+      p,
+      previous,
+      p.app.spec.strategy.blueGreen.scaleDownDelaySeconds,
+      `revision ${previous.revision} was replaced by revision ${rs.revision}`,
+    );
   }
   emit(p, {
     type: 'Normal',
-    reason: 'SwitchedActive',
+    reason: ER.SwitchedActive,
     message: `active Service ${activeServiceName(p)} now selects revision ${rs.revision}${previous ? ` (was ${previous.revision})` : ''}`,
   });
+  const fastTrack = isFastTracked(p.status, rs.hash, rs, r.activeHash, p.nowMs);
   recordActivation(p, rs, fastTrack);
 }
 
@@ -447,6 +607,7 @@ function recordActivation(p: Planner, rs: ObservedReplicaSet, fastTrack: boolean
   status.stable = revisionStatus(app, rs);
   status.history = appendHistory(status.history, {
     revision: rs.revision,
+    podTemplateHash: rs.hash,
     ...(rs.commit ? { commit: rs.commit } : {}),
     image: rs.image,
     createdAt: rs.createdAt || p.now,
@@ -458,92 +619,121 @@ function recordActivation(p: Planner, rs: ObservedReplicaSet, fastTrack: boolean
   delete status.preview;
 }
 
-function previewStatus(
-  p: Planner,
-  desired: (Revision & { number: number }) | undefined,
-  rs: ObservedReplicaSet | undefined,
-  ready: boolean,
-  activeHash: string | undefined,
-): void {
+function previewStatus(p: Planner, r: Rollout, progress: Progress): void {
   const { status, app } = p;
-  if (!desired || !rs || desired.hash === activeHash || status.active?.podTemplateHash === desired.hash) {
+  const { desired } = r;
+  const rs = progress.previewRS;
+  const inPreview = desired && rs && progress.previewHash === desired.hash && !isAborted(status, desired.hash);
+  if (!inPreview || status.active?.podTemplateHash === desired.hash) {
     delete status.preview;
-    condition(p, 'PreviewAvailable', 'False', 'NoPreview');
+    condition(p, 'PreviewAvailable', 'False', CR.NoPreview);
     return;
   }
+  const ready = progress.previewReady === true;
   const before = status.preview?.podTemplateHash === desired.hash ? status.preview.availableAt : undefined;
   const availableAt = ready ? (before ?? p.now) : undefined;
   if (ready && !before) {
-    emit(p, { type: 'Normal', reason: 'PreviewAvailable', message: `revision ${rs.revision} is available in preview` });
+    emit(p, {
+      type: 'Normal',
+      reason: ER.PreviewAvailable,
+      message: `revision ${rs.revision} is available in preview`,
+    });
   }
   status.preview = { ...revisionStatus(app, rs), ...(availableAt ? { availableAt } : {}) };
   condition(
     p,
     'PreviewAvailable',
     ready ? 'True' : 'False',
-    ready ? 'Available' : 'Progressing',
+    ready ? CR.PreviewAvailable : CR.PreviewProgressing,
     `revision ${rs.revision}: ${rs.availableReplicas} pods available`,
   );
 }
 
-function progressDeadline(
-  p: Planner,
-  desired: (Revision & { number: number }) | undefined,
-  waiting: 'preview' | 'full' | undefined,
-): void {
+/** The clock runs per stage, and only while waiting for pods, never while waiting for promotion. */
+function progressDeadline(p: Planner, desired: Desired | undefined, waiting: 'preview' | 'full' | undefined): void {
   const { status, app } = p;
   if (!desired || !waiting) {
     delete status.progress;
-    condition(p, 'ProgressDeadlineExceeded', 'False', 'NotWaiting');
+    condition(p, 'ProgressDeadlineExceeded', 'False', CR.NotWaiting);
     return;
   }
-  // The clock runs per stage, and only while waiting for pods, never while waiting for promotion.
   const key = `${desired.hash}:${waiting}`;
-  if (status.progress?.podTemplateHash !== key) status.progress = { podTemplateHash: key, since: p.now };
-  const deadline = Date.parse(status.progress.since) + app.spec.progressDeadlineSeconds * 1000;
+  // A start time that cannot be read (status is input too) starts the clock again.
+  if (status.progress?.podTemplateHash !== key || parseTime(status.progress.since) === undefined) {
+    status.progress = { podTemplateHash: key, since: p.now };
+  }
+  const deadline = (parseTime(status.progress.since) ?? p.nowMs) + app.spec.progressDeadlineSeconds * 1000;
   if (p.nowMs >= deadline) {
     const message = `revision ${desired.number} did not become available within progressDeadlineSeconds (${app.spec.progressDeadlineSeconds}s)`;
     const before = status.conditions?.find((c) => c.type === 'ProgressDeadlineExceeded');
-    if (before?.status !== 'True') emit(p, { type: 'Warning', reason: 'ProgressDeadlineExceeded', message });
-    condition(p, 'ProgressDeadlineExceeded', 'True', 'ProgressDeadlineExceeded', message);
+    if (before?.status !== 'True') emit(p, { type: 'Warning', reason: ER.ProgressDeadlineExceeded, message });
+    condition(p, 'ProgressDeadlineExceeded', 'True', CR.ProgressDeadlineExceeded, message);
   } else {
-    condition(p, 'ProgressDeadlineExceeded', 'False', 'Waiting');
+    condition(p, 'ProgressDeadlineExceeded', 'False', CR.Waiting);
     p.wakeAt.push(deadline);
   }
 }
 
-function scaleDownLater(p: Planner, rs: ObservedReplicaSet, delaySeconds: number): void {
-  if (rs.specReplicas === 0) return;
-  if (!rs.scaleDownAt) {
-    const when = p.nowMs + delaySeconds * 1000;
-    if (delaySeconds === 0) {
-      p.actions.push({ kind: 'patchReplicaSet', name: rs.name, replicas: 0, scaleDownAt: null });
-    } else {
-      p.actions.push({ kind: 'patchReplicaSet', name: rs.name, scaleDownAt: at(when) });
-      p.wakeAt.push(when);
-    }
-    return;
-  }
-  const when = Date.parse(rs.scaleDownAt);
-  if (when <= p.nowMs) {
-    p.actions.push({ kind: 'patchReplicaSet', name: rs.name, replicas: 0, scaleDownAt: null });
-  } else {
-    p.wakeAt.push(when);
+// ---- ReplicaSet writes ----
+
+function createReplicaSet(p: Planner, desired: Desired, size: number, reason: string, why: string): void {
+  const manifest = replicaSetManifest(p.app, desired, desired.number, size);
+  p.actions.push({ kind: 'createReplicaSet', manifest });
+  emit(p, {
+    type: 'Normal',
+    reason,
+    message: `revision ${desired.number} (${desired.image}) deployed at ${size} replicas`,
+  });
+  emit(p, {
+    type: 'Normal',
+    reason: ER.ScalingReplicaSet,
+    message: `Scaled up replica set ${manifest.metadata.name} from 0 to ${size}: revision ${desired.number}, ${why}`,
+  });
+}
+
+/** Sizes a ReplicaSet Teal keeps up, clearing any scale-down mark; each change of size is an Event. */
+function sizeTo(p: Planner, rs: ObservedReplicaSet, replicas: number, why: string): void {
+  if (rs.specReplicas !== replicas) {
+    const direction = replicas > rs.specReplicas ? 'up' : 'down';
+    p.actions.push({ kind: 'patchReplicaSet', name: rs.name, replicas, scaleDownAt: null });
+    emit(p, {
+      type: 'Normal',
+      reason: ER.ScalingReplicaSet,
+      message: `Scaled ${direction} replica set ${rs.name} from ${rs.specReplicas} to ${replicas}: ${why}`,
+    });
+  } else if (rs.scaleDownAt !== undefined) {
+    markScaleDown(p, rs, null);
   }
 }
 
-function scaleDownOld(p: Planner, keep: ReadonlySet<string>, byHash: Map<string, ObservedReplicaSet>): void {
-  const touched = new Set(p.actions.flatMap((a) => (a.kind === 'patchReplicaSet' ? [a.name] : [])));
-  for (const rs of byHash.values()) {
-    if (keep.has(rs.hash) || touched.has(rs.name)) continue;
-    // A superseded preview never served users: it goes at once.
-    const wasActive = p.status.history?.some((h) => h.revision === rs.revision);
-    scaleDownLater(p, rs, wasActive ? p.app.spec.strategy.blueGreen.scaleDownDelaySeconds : 0);
-  }
-  for (const rs of replicaSetsToDelete([...byHash.values()], keep, p.app.spec.revisionHistoryLimit)) {
-    p.actions.push({ kind: 'deleteReplicaSet', name: rs.name });
+function markScaleDown(p: Planner, rs: ObservedReplicaSet, when: number | null): void {
+  p.actions.push({ kind: 'patchReplicaSet', name: rs.name, scaleDownAt: when === null ? null : at(when) });
+}
+
+/**
+ * Scales to zero once the ReplicaSet's scale-down time has come, marking it
+ * first (an annotation, so a restart keeps the deadline) and waking then. A
+ * mark that cannot be read is written again, never trusted.
+ */
+function scaleDownLater(p: Planner, rs: ObservedReplicaSet, delaySeconds: number, why: string): void {
+  if (rs.specReplicas === 0) return;
+  const deadline = scaleDownDeadline(rs);
+  if (deadline === undefined && delaySeconds > 0) {
+    const when = p.nowMs + delaySeconds * 1000;
+    markScaleDown(p, rs, when);
+    p.wakeAt.push(when);
+  } else if (deadline !== undefined && deadline > p.nowMs) {
+    p.wakeAt.push(deadline);
+  } else {
+    sizeTo(p, rs, 0, deadline === undefined ? why : `${why}, past its scale-down delay`);
   }
 }
+
+/** ReplicaSets this plan already writes: later steps leave them be. */
+const touched = (p: Planner): Set<string> =>
+  new Set(p.actions.flatMap((a) => (a.kind === 'patchReplicaSet' ? [a.name] : [])));
+
+// ---- Services ----
 
 const activeServiceName = (p: Planner) => p.app.spec.strategy.blueGreen.activeService ?? p.app.metadata.name;
 
@@ -554,26 +744,12 @@ function activeManifest(p: Planner, hash: string | undefined): ServiceManifest {
     : ownedServiceManifest(p.app, 'active', hash);
 }
 
-/** Keeps both Services as they should be; the active one only follows status.active. */
-function services(p: Planner, previewHash: string | undefined): void {
-  const { app, input, status } = p;
-  const switched = p.actions.some((a) => a.kind === 'applyService' && a.role === 'active');
-  const activeHash = status.active?.podTemplateHash;
-  if (!switched && activeHash) {
-    const svc = input.observed.activeService;
-    const want = activeManifest(p, activeHash);
-    if (!svc || !serviceMatches(svc, want)) p.actions.push({ kind: 'applyService', role: 'active', manifest: want });
-  }
-  const preview = input.observed.previewService;
-  const want =
-    preview && isAdopted(app, preview)
-      ? adoptedServiceManifest(app, preview, previewHash)
-      : ownedServiceManifest(app, 'preview', previewHash);
-  if ((activeHash || previewHash) && (!preview || !serviceMatches(preview, want))) {
-    p.actions.push({ kind: 'applyService', role: 'preview', manifest: want });
-  }
-}
-
+/** As Teal last applied it: the note of what it applied, and the selector itself (a hand edit leaves the note). */
 function serviceMatches(svc: NonNullable<Observed['activeService']>, want: ServiceManifest): boolean {
-  return svc.appliedHash === want.metadata.annotations[ANN_APPLIED];
+  const selector = want.spec.selector;
+  return (
+    svc.appliedHash === want.metadata.annotations[ANN_APPLIED] &&
+    Object.keys(svc.selector).length === Object.keys(selector).length &&
+    Object.entries(selector).every(([k, v]) => svc.selector[k] === v)
+  );
 }

@@ -15,6 +15,25 @@ export function nextRevisionNumber(replicaSets: readonly ObservedReplicaSet[], s
   return Math.max(0, ...seen) + 1;
 }
 
+/**
+ * A revision's number belongs to its content: a ReplicaSet recreated for a
+ * hash Teal has seen (deleted by hand, or by revisionHistoryLimit) gets its
+ * number back, so `promote --revision N` and undo keep meaning the same thing.
+ */
+export function revisionNumberFor(
+  hash: string,
+  replicaSets: readonly ObservedReplicaSet[],
+  status: App['status'],
+): number {
+  const fromReplicaSet = replicaSets.find((rs) => rs.hash === hash && rs.revision > 0)?.revision;
+  if (fromReplicaSet !== undefined) return fromReplicaSet;
+  const recorded = [status?.preview, status?.active, status?.stable, status?.promotion, status?.abort, status?.pin];
+  const fromStatus = recorded.find((r) => r?.podTemplateHash === hash)?.revision;
+  if (fromStatus !== undefined) return fromStatus;
+  const fromHistory = [...(status?.history ?? [])].reverse().find((h) => h.podTemplateHash === hash)?.revision;
+  return fromHistory ?? nextRevisionNumber(replicaSets, status);
+}
+
 export function appendHistory(history: readonly HistoryEntry[] | undefined, entry: HistoryEntry): HistoryEntry[] {
   return [...(history ?? []), entry].slice(-HISTORY_LIMIT);
 }

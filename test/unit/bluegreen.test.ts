@@ -9,6 +9,7 @@ import { type KubeAction, plan } from '../../src/rollout/bluegreen.ts';
 import { podTemplateHash } from '../../src/rollout/hash.ts';
 import { LABEL_APP, LABEL_HASH } from '../../src/rollout/labels.ts';
 import type { Observed, ObservedReplicaSet, ObservedService } from '../../src/rollout/observed.ts';
+import { ownedServiceManifest } from '../../src/rollout/service.ts';
 import { imageApp } from '../fixtures/apps.ts';
 
 const T0 = Date.parse('2026-11-21T10:00:00Z');
@@ -217,7 +218,8 @@ describe('first release', () => {
     w.reconcile();
     const h = w.target().hash;
     expect(w.activeHash()).toBe(h);
-    expect(w.previewHash()).toBe('none');
+    // Nothing in preview: the preview Service shows what serves, never nothing.
+    expect(w.previewHash()).toBe(h);
     expect(w.status.phase).toBe('Healthy');
     expect(w.status.active).toMatchObject({ revision: 1, podTemplateHash: h });
     expect(w.status.history).toEqual([expect.objectContaining({ revision: 1, promotedVia: 'first-release' })]);
@@ -238,7 +240,7 @@ describe('a new revision', () => {
     const h2 = w.image('repo/app:2');
     w.reconcile();
     expect(w.rs(h2).specReplicas).toBe(1);
-    expect(w.previewHash()).toBe('none'); // not before its pods are ready
+    expect(w.previewHash()).toBe(h2); // from the moment its ReplicaSet exists
     w.settle();
     w.reconcile();
     expect(w.previewHash()).toBe(h2);
@@ -261,7 +263,7 @@ describe('a new revision', () => {
     w.settle();
     w.reconcile();
     expect(w.activeHash()).toBe(h2);
-    expect(w.previewHash()).toBe('none');
+    expect(w.previewHash()).toBe(h2);
     expect(w.status.phase).toBe('Healthy');
     expect(w.status.history?.at(-1)).toMatchObject({ revision: 2, promotedBy: 'alice', promotedVia: 'cli' });
     expect(w.rs(h1).specReplicas).toBe(3);
@@ -368,12 +370,17 @@ describe('promote', () => {
     expect(w.events.at(-1)?.reason).toBe('PromoteIgnored');
   });
 
-  it('with --full scales the old revision down right after the switch', () => {
+  it('with --full keeps scaleDownDelaySeconds for the old revision, so an undo stays instant', () => {
     const { w, h1 } = released();
-    w.image('repo/app:2');
+    const h2 = w.image('repo/app:2');
     w.converge();
     w.reconcile([intent('promote', { full: true })]);
     w.settle();
+    w.reconcile();
+    expect(w.activeHash()).toBe(h2);
+    expect(w.rs(h1).specReplicas).toBe(3);
+    expect(w.rs(h1).scaleDownAt).toBe(new Date(w.now + 30_000).toISOString());
+    w.advance(30);
     w.reconcile();
     expect(w.rs(h1).specReplicas).toBe(0);
   });
@@ -388,7 +395,8 @@ describe('abort and retry', () => {
     expect(w.activeHash()).toBe(h1);
     expect(w.status.phase).toBe('Degraded');
     expect(cond(w, 'Aborted')?.status).toBe('True');
-    expect(w.previewHash()).toBe('none');
+    // As with Argo Rollouts, the preview URL shows the aborted revision while its pods are up.
+    expect(w.previewHash()).toBe(h2);
     expect(w.rs(h2).specReplicas).toBe(1);
     w.advance(30);
     w.reconcile();
@@ -727,5 +735,227 @@ describe('labels', () => {
   it('selects pods by app and pod-template hash', () => {
     const { w, h1 } = released();
     expect(w.services.get('web')?.selector).toEqual({ [LABEL_APP]: 'web', [LABEL_HASH]: h1 });
+  });
+});
+
+// Issue #10: where a field has Argo Rollouts' name it has Argo's meaning, and
+// nothing read back from the cluster can fool or freeze the planner.
+describe('Argo parity', () => {
+  const scalings = (w: World) => w.events.filter((e) => e.reason === 'ScalingReplicaSet').map((e) => e.message);
+
+  it('the preview Service selects a new revision at once with auto promotion too, then the active one', () => {
+    const { w, h1 } = released((a) => {
+      a.spec.strategy = { blueGreen: { autoPromotionEnabled: true, autoPromotionSeconds: 60, previewReplicaCount: 1 } };
+    });
+    expect(w.previewHash()).toBe(h1);
+    const h2 = w.image('repo/app:2');
+    w.reconcile();
+    expect(w.previewHash()).toBe(h2);
+    expect(w.activeHash()).toBe(h1);
+    w.settle();
+    w.reconcile();
+    w.advance(60);
+    w.converge();
+    expect(w.activeHash()).toBe(h2);
+    expect(w.previewHash()).toBe(h2);
+  });
+
+  it('a replicas change with a preview up resizes the active ReplicaSet at once, the preview by previewReplicaCount', () => {
+    const { w, h1 } = released();
+    const h2 = w.image('repo/app:2');
+    w.converge();
+    expect(w.status.phase).toBe('Paused');
+    w.app = { ...w.app, spec: { ...w.app.spec, replicas: 5 } };
+    w.reconcile();
+    expect(w.rs(h1).specReplicas).toBe(5);
+    expect(w.rs(h2).specReplicas).toBe(1);
+    expect(w.activeHash()).toBe(h1);
+  });
+
+  it('without previewReplicaCount the preview follows replicas too', () => {
+    const { w, h1 } = released((a) => {
+      a.spec.strategy = { blueGreen: { autoPromotionEnabled: false } };
+    });
+    const h2 = w.image('repo/app:2');
+    w.converge();
+    w.app = { ...w.app, spec: { ...w.app.spec, replicas: 2 } };
+    w.reconcile();
+    expect(w.rs(h1).specReplicas).toBe(2);
+    expect(w.rs(h2).specReplicas).toBe(2);
+  });
+
+  it('abortScaleDownDelaySeconds: 0 never scales the aborted preview down', () => {
+    const { w, h1 } = released((a) => {
+      a.spec.strategy = {
+        blueGreen: { autoPromotionEnabled: false, previewReplicaCount: 1, abortScaleDownDelaySeconds: 0 },
+      };
+    });
+    const h2 = w.image('repo/app:2');
+    w.converge();
+    w.reconcile([intent('abort')]);
+    w.advance(3600);
+    w.converge();
+    expect(w.rs(h2).specReplicas).toBe(1);
+    expect(w.rs(h2).scaleDownAt).toBeUndefined();
+    expect(w.requeue).toBeUndefined();
+    expect(w.activeHash()).toBe(h1);
+    expect(w.status.phase).toBe('Degraded');
+  });
+
+  it.each([
+    ['the status write after the switch was refused (409)', false],
+    ['the operator died after the switch, before marking the old ReplicaSet', true],
+  ])('scales the old revision down after its delay when %s', (_title, markLost) => {
+    const { w, h1 } = released();
+    const h2 = w.image('repo/app:2');
+    w.converge();
+    w.reconcile([intent('promote')]);
+    w.settle();
+    const stale = structuredClone(w.status);
+    w.reconcile();
+    expect(w.activeHash()).toBe(h2);
+    // The status write is lost: the next reconcile starts from the stale status.
+    w.app = { ...w.app, status: stale };
+    if (markLost) delete w.rs(h1).scaleDownAt;
+    w.reconcile();
+    expect(w.status.active?.podTemplateHash).toBe(h2);
+    expect(w.status.stable?.podTemplateHash).toBe(h2);
+    expect(w.rs(h1).scaleDownAt).toBeDefined();
+    expect(w.requeue).toBeDefined();
+    expect(w.requeue).toBeLessThanOrEqual(30_001);
+    w.advance(30);
+    w.reconcile();
+    expect(w.rs(h1).specReplicas).toBe(0);
+    expect(w.status.history?.filter((h) => h.revision === 2)).toHaveLength(1);
+  });
+
+  it('a recreated preview ReplicaSet gets its revision number back, and promote --revision still finds it', () => {
+    const { w } = released();
+    const h2 = w.image('repo/app:2');
+    w.converge();
+    expect(w.rs(h2).revision).toBe(2);
+    w.replicaSets.delete(h2);
+    w.reconcile();
+    expect(w.rs(h2).revision).toBe(2);
+    w.settle();
+    w.reconcile();
+    expect(w.status.preview?.revision).toBe(2);
+    w.reconcile([intent('promote', { revision: 2 })]);
+    expect(w.status.promotion?.revision).toBe(2);
+  });
+
+  it('a recreated ReplicaSet of a formerly active revision gets its number back from history', () => {
+    const { w, h1 } = released((a) => {
+      a.spec.strategy = { blueGreen: { autoPromotionEnabled: true, scaleDownDelaySeconds: 0 } };
+      a.spec.revisionHistoryLimit = 0;
+    });
+    w.image('repo/app:2');
+    w.converge();
+    expect(w.replicaSets.has(h1)).toBe(false);
+    w.app = { ...w.app, spec: { ...w.app.spec, image: 'harbor.example.com/team/weather:1.4.2' } };
+    w.converge();
+    expect(w.rs(h1).revision).toBe(1);
+  });
+
+  it('records every change of a ReplicaSet size as an Event: from, to and why', () => {
+    const { w, h1 } = released();
+    const h2 = w.image('repo/app:2');
+    w.converge();
+    w.reconcile([intent('promote')]);
+    w.settle();
+    w.reconcile();
+    w.advance(30);
+    w.reconcile();
+    const rs1 = w.rs(h1).name;
+    const rs2 = w.rs(h2).name;
+    expect(scalings(w)).toEqual([
+      expect.stringMatching(new RegExp(`^Scaled up replica set ${rs1} from 0 to 3: `)),
+      expect.stringMatching(new RegExp(`^Scaled up replica set ${rs2} from 0 to 1: .*preview`)),
+      expect.stringMatching(new RegExp(`^Scaled up replica set ${rs2} from 1 to 3: promoting revision 2`)),
+      expect.stringMatching(new RegExp(`^Scaled down replica set ${rs1} from 3 to 0: .*scale-down delay`)),
+    ]);
+  });
+
+  it('puts back a hand edit of the active selector, with a Warning, and records no promotion', () => {
+    const { w, h1 } = released((a) => {
+      a.spec.strategy = { blueGreen: { autoPromotionEnabled: true, scaleDownDelaySeconds: 0 } };
+    });
+    const h2 = w.image('repo/app:2');
+    w.converge();
+    expect(w.activeHash()).toBe(h2);
+    expect(w.rs(h1).specReplicas).toBe(0);
+    const before = structuredClone(w.status);
+    // kubectl patch svc web -p '{"spec":{"selector":{"teal.dev/pod-template-hash":"<h1>"}}}': the note stays.
+    const svc = w.services.get('web');
+    if (!svc) throw new Error('no active Service');
+    svc.selector = { ...svc.selector, [LABEL_HASH]: h1 };
+    const actions = w.reconcile();
+    expect(w.activeHash()).toBe(h2);
+    expect(actions.some((a) => a.kind === 'applyService' && a.role === 'active')).toBe(true);
+    expect(w.events.at(-1)).toBeDefined();
+    expect(w.events.filter((e) => e.reason === 'ActiveServiceEdited')).toEqual([
+      expect.objectContaining({ message: expect.stringContaining('web') }),
+    ]);
+    expect(w.status.history).toEqual(before.history);
+    expect(w.status.stable).toEqual(before.stable);
+    expect(w.rs(h1).specReplicas).toBe(0);
+    expect(w.rs(h2).specReplicas).toBe(3);
+    // Repaired once: nothing more to say or do.
+    expect(w.reconcile().filter((a) => a.kind !== 'event')).toEqual([]);
+  });
+
+  it('a selector pointing at a revision nothing was releasing is an edit even with a matching note', () => {
+    const { w, h1 } = released((a) => {
+      a.spec.strategy = { blueGreen: { autoPromotionEnabled: true, scaleDownDelaySeconds: 300 } };
+    });
+    const h2 = w.image('repo/app:2');
+    w.converge();
+    // Someone re-applies an old copy of the Service, note and all, while revision 2 is active and wanted.
+    const stale = w.services.get('web');
+    if (!stale) throw new Error('no active Service');
+    const note = ownedServiceManifest(w.app, 'active', h1).metadata.annotations['teal.dev/applied'];
+    w.services.set('web', { ...stale, selector: { ...stale.selector, [LABEL_HASH]: h1 }, appliedHash: note ?? '' });
+    w.reconcile();
+    expect(w.activeHash()).toBe(h2);
+    expect(w.status.active?.podTemplateHash).toBe(h2);
+    expect(w.events.some((e) => e.reason === 'ActiveServiceEdited')).toBe(true);
+  });
+
+  it('an unreadable scale-down mark is written again, never a NaN wake-up', () => {
+    const { w, h1 } = released();
+    w.image('repo/app:2');
+    w.converge();
+    w.reconcile([intent('promote')]);
+    w.settle();
+    w.reconcile();
+    w.rs(h1).scaleDownAt = 'not-a-time';
+    const actions = w.reconcile();
+    expect(Number.isFinite(w.requeue)).toBe(true);
+    expect(actions).toContainEqual(
+      expect.objectContaining({ kind: 'patchReplicaSet', name: w.rs(h1).name, scaleDownAt: expect.any(String) }),
+    );
+    expect(Number.isFinite(Date.parse(w.rs(h1).scaleDownAt ?? ''))).toBe(true);
+  });
+
+  it('unreadable times in status restart their clocks instead of freezing them', () => {
+    const { w } = released((a) => {
+      a.spec.strategy = { blueGreen: { autoPromotionEnabled: true, autoPromotionSeconds: 30, previewReplicaCount: 1 } };
+    });
+    w.image('repo/app:2');
+    w.reconcile();
+    w.app = {
+      ...w.app,
+      status: { ...w.status, progress: { podTemplateHash: `${w.target().hash}:preview`, since: 'garbage' } },
+    };
+    w.reconcile();
+    expect(Number.isFinite(w.requeue)).toBe(true);
+    w.settle();
+    w.reconcile();
+    const preview = w.status.preview;
+    if (!preview) throw new Error('no preview');
+    w.app = { ...w.app, status: { ...w.status, preview: { ...preview, availableAt: 'garbage' } } };
+    w.reconcile();
+    expect(Number.isFinite(w.requeue)).toBe(true);
+    expect(w.status.promotion).toBeUndefined();
   });
 });

@@ -1,0 +1,83 @@
+// The blue/green planner's decisions, each a named predicate over plain
+// values, so every rule is read and tested on its own (as Argo Rollouts names
+// isBlueGreenFastTracked and IsSaturated), apart from the steps that act on them.
+import type { AppStatus } from '../app/schema.ts';
+import type { ObservedReplicaSet } from './observed.ts';
+
+/**
+ * A time Teal wrote and reads back (an annotation, a status field): anyone
+ * with edit rights can change it, so anything but a real time is absent.
+ */
+export function parseTime(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = Date.parse(value);
+  return Number.isFinite(ms) ? ms : undefined;
+}
+
+/** When the ReplicaSet is due to go to zero, if Teal marked it (and the mark is readable). */
+export const scaleDownDeadline = (rs: ObservedReplicaSet): number | undefined => parseTime(rs.scaleDownAt);
+
+/** Still up inside its scale-down delay: a return to it is instant (Argo's fast rollback). */
+export function isWithinScaleDownDelay(rs: ObservedReplicaSet | undefined, nowMs: number): boolean {
+  if (!rs) return false;
+  const deadline = scaleDownDeadline(rs);
+  return deadline !== undefined && deadline > nowMs && rs.availableReplicas > 0;
+}
+
+/**
+ * Goes straight to active, with no preview and no pause: the first release,
+ * an undo (unless staged with --preview), a return to the stable revision, or
+ * to one still up inside its scale-down delay. Each was known to be good.
+ */
+export function isFastTracked(
+  status: AppStatus,
+  hash: string,
+  rs: ObservedReplicaSet | undefined,
+  activeHash: string | undefined,
+  nowMs: number,
+): boolean {
+  return (
+    activeHash === undefined ||
+    (status.pin?.podTemplateHash === hash && !status.pin.preview) ||
+    status.stable?.podTemplateHash === hash ||
+    isWithinScaleDownDelay(rs, nowMs)
+  );
+}
+
+/** A person (or auto promotion) asked for this revision to go active. */
+export const isPromotionRequested = (status: AppStatus, hash: string): boolean =>
+  status.promotion?.podTemplateHash === hash;
+
+/** This revision was aborted and stays so until retry, a new revision or a spec change. */
+export const isAborted = (status: AppStatus, hash: string): boolean => status.abort?.podTemplateHash === hash;
+
+/**
+ * When auto promotion is due: autoPromotionSeconds after the preview first
+ * became available, as recorded in status (now, when first seen available).
+ */
+export function autoPromotionDueAt(status: AppStatus, hash: string, autoPromotionSeconds: number, nowMs: number) {
+  const recorded = status.preview?.podTemplateHash === hash ? parseTime(status.preview.availableAt) : undefined;
+  return (recorded ?? nowMs) + autoPromotionSeconds * 1000;
+}
+
+/**
+ * Whether the active Service's selector is a switch Teal made itself whose
+ * status write was lost (a conflict, or a kill between the two writes), as
+ * opposed to someone else's edit. Teal writes the selector together with a
+ * note of what it applied, and only ever switches to the revision it is
+ * releasing: a hand edit changes the selector without the note, or points at
+ * a revision nothing was releasing. Such an edit is repaired, never adopted.
+ */
+export function isOwnSwitch(
+  status: AppStatus,
+  selected: string,
+  appliedNoteMatches: boolean,
+  releasing: string | undefined,
+): boolean {
+  if (!appliedNoteMatches) return false;
+  // Status lost whole: nothing to compare with, and the note says Teal wrote it.
+  if (!status.active) return true;
+  return (
+    selected === releasing || selected === status.promotion?.podTemplateHash || selected === status.pin?.podTemplateHash
+  );
+}

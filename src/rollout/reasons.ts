@@ -1,0 +1,40 @@
+// The reasons Teal's blue/green planner writes on conditions and Events, in
+// one place, so `kubectl wait`, alerts and docs can rely on a fixed list.
+
+/** Reasons on the App's conditions. */
+export const ConditionReason = {
+  Valid: 'Valid',
+  InvalidSpec: 'InvalidSpec',
+  Aborted: 'Aborted',
+  NotAborted: 'NotAborted',
+  Promoted: 'Promoted',
+  WaitingForPromotion: 'WaitingForPromotion',
+  Paused: 'Paused',
+  Degraded: 'Degraded',
+  Progressing: 'Progressing',
+  NoPreview: 'NoPreview',
+  PreviewAvailable: 'Available',
+  PreviewProgressing: 'Progressing',
+  NotWaiting: 'NotWaiting',
+  Waiting: 'Waiting',
+  ProgressDeadlineExceeded: 'ProgressDeadlineExceeded',
+} as const;
+
+/** Reasons on the Events the planner records on the App. */
+export const EventReason = {
+  InvalidSpec: 'InvalidSpec',
+  FirstRelease: 'FirstRelease',
+  FastTrack: 'FastTrack',
+  PreviewCreated: 'PreviewCreated',
+  PreviewAvailable: 'PreviewAvailable',
+  AutoPromotion: 'AutoPromotion',
+  SwitchedActive: 'SwitchedActive',
+  /** Teal's own switch whose status write was lost (a conflict, or a kill between the two), now recorded. */
+  SwitchRecorded: 'SwitchRecorded',
+  /** Someone else changed the active Service's selector: Teal puts it back. */
+  ActiveServiceEdited: 'ActiveServiceEdited',
+  /** As the Deployment controller says it: a ReplicaSet's size changed, from and to, and why. */
+  ScalingReplicaSet: 'ScalingReplicaSet',
+  UndoEnded: 'UndoEnded',
+  ProgressDeadlineExceeded: 'ProgressDeadlineExceeded',
+} as const;
