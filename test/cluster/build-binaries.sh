@@ -27,6 +27,14 @@ if have_all; then echo "$bin"; exit 0; fi
 command -v go >/dev/null || { echo "build-binaries: Go is required (go 1.26+)" >&2; exit 1; }
 log() { echo "build-binaries: $*" >&2; }
 mkdir -p "$bin"
+# Two test runs on a fresh machine would build into the same folders at once and
+# break each other: one builds, the others wait for it and then reuse its binaries.
+exec 9>"$cache_root/cluster/$key.lock"
+if ! flock -n 9; then
+  log "another build of the same binaries is running; waiting for it"
+  flock 9
+fi
+if have_all; then echo "$bin"; exit 0; fi
 work="$cache_root/cluster/$key/src"
 mkdir -p "$work"
 export CGO_ENABLED=0 GOFLAGS="-trimpath -mod=mod" GOTOOLCHAIN=local
