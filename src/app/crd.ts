@@ -119,12 +119,27 @@ export function buildCrd(): JsonSchema {
           name: VERSION,
           served: true,
           storage: true,
-          subresources: { status: {} },
+          subresources: {
+            status: {},
+            // kubectl scale and an HPA write spec.replicas here. The Scale's status
+            // counts the pods its selector matches, the active revision's, as Argo
+            // Rollouts does (src/rollout/counts.ts says why not all pods).
+            scale: {
+              specReplicasPath: '.spec.replicas',
+              statusReplicasPath: '.status.HPAReplicas',
+              labelSelectorPath: '.status.selector',
+            },
+          },
           additionalPrinterColumns: [
             column('Phase', '.status.phase'),
             column('Active', '.status.active.revision', 'integer'),
             column('Preview', '.status.preview.revision', 'integer'),
             column('Commit', '.status.source.shortCommit'),
+            // With -o wide, the counts of a Deployment or an Argo Rollout.
+            column('Desired', '.spec.replicas', 'integer', { priority: 1 }),
+            column('Current', '.status.replicas', 'integer', { priority: 1 }),
+            column('Up-to-date', '.status.updatedReplicas', 'integer', { priority: 1 }),
+            column('Available', '.status.availableReplicas', 'integer', { priority: 1 }),
             column('Age', '.metadata.creationTimestamp', 'date'),
             column('Message', '.status.message', 'string', { priority: 1 }),
           ],

@@ -316,6 +316,20 @@ export const AppStatusSchema = z.strictObject({
   pause: z.strictObject(actor).optional().describe('Paused by the pause action, until resume.'),
   progress: ProgressStatusSchema.optional(),
   handledIntents: HandledIntentsSchema.optional(),
+  // Counted as Argo Rollouts counts a blue/green Rollout (src/rollout/counts.ts).
+  replicas: z.int().min(0).optional().describe('Pods of all revisions.'),
+  updatedReplicas: z.int().min(0).optional().describe('Pods of the desired revision.'),
+  readyReplicas: z.int().min(0).optional().describe('Ready pods of the active revision.'),
+  availableReplicas: z.int().min(0).optional().describe('Available pods of the active revision.'),
+  HPAReplicas: z
+    .int()
+    .min(0)
+    .optional()
+    .describe('Pods that selector matches: the status.replicas of the scale subresource, as Argo Rollouts has it.'),
+  selector: z
+    .string()
+    .optional()
+    .describe('Label selector of the active revision pods, for the scale subresource (an HPA averages over them).'),
 });
 
 // ---- the object ----
