@@ -285,6 +285,8 @@ export const BuildStatusSchema = z.strictObject({
 
 export const HistoryEntrySchema = z.strictObject({
   revision: z.int().min(1),
+  // A revision's number belongs to its content: a ReplicaSet recreated for the same hash gets it back.
+  podTemplateHash: z.string().max(63).optional(),
   commit: z.string().optional(),
   image: z.string(),
   createdAt: time,
