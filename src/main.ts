@@ -218,6 +218,7 @@ async function main(): Promise<void> {
   await server.register(apiPlugin, {
     kubeConfig,
     apps: () => apps.caches.apps,
+    replicaSets: () => apps.caches.replicaSets,
     isReady: () => !shuttingDown && apps.hasSynced(),
     logger: log.child({ component: 'api' }),
   });

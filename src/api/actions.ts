@@ -14,14 +14,20 @@ import { z } from 'zod';
 import { ACTIONS, type Action, IntentSchema, intentAnnotation, readIntents } from '../app/intents.ts';
 import { DNS1123_LABEL } from '../app/patterns.ts';
 import { GROUP, PLURAL, VERSION } from '../app/schema.ts';
-import type { CachedApp } from '../controller/cache.ts';
+import { APPS_INDEX, type Cached, type CachedApp } from '../controller/cache.ts';
 import { errorMessage } from '../kube/apply.ts';
 import type { Informer } from '../kube/informer.ts';
+import type { SharedInformer } from '../kube/multi-namespace-informer.ts';
+import { type ActionArgs, actionVerdict, UNKNOWN, type Unknown, viewOfApp } from '../rollout/action-rules.ts';
+import type { ObservedReplicaSet } from '../rollout/observed.ts';
 import { type AccessRequest, type ApiAuth, KubeAuth, type UserInfo } from './auth.ts';
 import { ApiError } from './errors.ts';
 
 /** The part of the App informer the API reads. */
 export type AppCache = Pick<Informer<CachedApp>, 'get' | 'list' | 'listByNamespace'>;
+
+/** The part of the ReplicaSet informer the API reads: an App's ReplicaSets, by the index the reconciler uses. */
+export type ReplicaSetCache = Pick<SharedInformer<Cached<ObservedReplicaSet>>, 'byIndex'>;
 
 type LogFn = (obj: object, msg?: string) => void;
 
@@ -38,6 +44,11 @@ export interface ApiOptions {
   kubeConfig: KubeConfig;
   /** The App cache; a getter, as the caches may be built after the routes. */
   apps: () => AppCache;
+  /**
+   * The ReplicaSet cache, so an undo to a revision without a ReplicaSet is a 409 here as in the
+   * operator; without it, the operator alone refuses those.
+   */
+  replicaSets?: () => ReplicaSetCache;
   /** False until the App cache has synced: every route answers 503 meanwhile. */
   isReady: () => boolean;
   /** Audit lines and failures; defaults to the request's logger. */
@@ -166,40 +177,32 @@ export function appView(app: CachedApp): AppView {
   };
 }
 
-/** Why an action cannot apply to the App as cached, or undefined when it can. */
-export function conflictOf(app: CachedApp, action: Action, body: Record<string, unknown>): string | undefined {
-  const status = readStatus(app.status);
-  const id = `${app.metadata.namespace}/${app.metadata.name}`;
-  if (app.metadata.deletionTimestamp !== undefined) return `App ${id} is being deleted`;
-  switch (action) {
-    case 'promote': {
-      const preview = status.preview;
-      const wanted = typeof body.revision === 'number' ? body.revision : undefined;
-      if (!preview) {
-        return wanted !== undefined
-          ? `revision ${wanted} is not in preview: App ${id} has nothing in preview; nothing changed`
-          : `App ${id} has nothing in preview to promote`;
-      }
-      if (wanted !== undefined && wanted !== preview.revision) {
-        return `revision ${wanted} is not in preview (revision ${preview.revision} is); nothing changed`;
-      }
-      if (status.abort && status.abort.podTemplateHash === preview.podTemplateHash) {
-        return `revision ${preview.revision} was aborted; retry it first`;
-      }
-      return undefined;
-    }
-    case 'retry':
-      return status.abort ? undefined : `App ${id} has nothing aborted to retry`;
-    case 'undo': {
-      const to = typeof body.toRevision === 'number' ? body.toRevision : undefined;
-      if (to === undefined || status.history?.some((h) => h.revision === to)) return undefined;
-      const known = status.history?.map((h) => h.revision).join(', ') || 'none';
-      return `revision ${to} is not in the history of App ${id} (revisions: ${known})`;
-    }
-    default:
-      return undefined;
-  }
+/**
+ * Why an action cannot apply to the App as cached, or undefined when it can:
+ * the refusals of actionVerdict, the same rules the operator applies. Without
+ * the App's ReplicaSets, what depends on them is left to the operator.
+ */
+export function conflictOf(
+  app: CachedApp,
+  action: Action,
+  body: Record<string, unknown>,
+  replicaSets: readonly ObservedReplicaSet[] | Unknown = UNKNOWN,
+): string | undefined {
+  const verdict = actionVerdict(action, actionArgs(body), viewOfApp(app, replicaSets));
+  if (verdict.allowed) return undefined;
+  return `App ${app.metadata.namespace}/${app.metadata.name}: ${verdict.reason}`;
 }
+
+const actionArgs = (body: Record<string, unknown>): ActionArgs => {
+  const int = (v: unknown) => (typeof v === 'number' ? v : undefined);
+  const bool = (v: unknown) => (typeof v === 'boolean' ? v : undefined);
+  return {
+    revision: int(body.revision),
+    full: bool(body.full),
+    toRevision: int(body.toRevision),
+    preview: bool(body.preview),
+  };
+};
 
 // ---- the plugin ----
 
@@ -347,7 +350,11 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
       ready();
       const body = parseActionBody(action, request.body);
       const app = lookup(ns, name);
-      const conflict = conflictOf(app, action, body);
+      const replicaSets = opts
+        .replicaSets?.()
+        .byIndex(APPS_INDEX, `${ns}/${name}`)
+        .map((c) => c.value);
+      const conflict = conflictOf(app, action, body, replicaSets);
       if (conflict !== undefined) {
         logger(request).info({ user: user.username, action, namespace: ns, name, conflict }, 'action refused');
         throw new ApiError(409, conflict);

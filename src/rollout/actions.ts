@@ -1,10 +1,12 @@
-// The rules of promote, abort, retry, undo, pause and resume. Each intent is
-// taken once (its id lands in status.handledIntents) and either changes the
-// rollout state or is refused with a Warning event; nothing here touches the
-// cluster.
-import type { Intent } from '../app/intents.ts';
+// Carrying out promote, abort, retry, undo, pause and resume. Each intent is
+// taken once (its id lands in status.handledIntents); whether it applies is
+// decided by actionVerdict (action-rules.ts), over the planner's view of the
+// App, and a refusal becomes a Normal or Warning event. Nothing here touches
+// the cluster.
+import type { Action, Intent } from '../app/intents.ts';
 import type { App, AppStatus } from '../app/schema.ts';
-import { previousStable } from './history.ts';
+import { type ActionView, actionVerdict, type Refused, type RevisionRef } from './action-rules.ts';
+import { appendHistory } from './history.ts';
 import type { ObservedReplicaSet } from './observed.ts';
 import type { Revision } from './replicaset.ts';
 
@@ -27,31 +29,50 @@ export interface ActionContext {
 }
 
 const who = (intent: Intent) => `${intent.by} (${intent.via})`;
+const title = (action: Action) => `${action.charAt(0).toUpperCase()}${action.slice(1)}`;
 
-/** Applies one intent to status; returns the event that records it. */
+/** The App as the planner sees it: the Service's selection, the desired revision and every ReplicaSet. */
+export function plannerView(ctx: ActionContext): ActionView {
+  const { app, status, desired, activeHash } = ctx;
+  const replicaSets = ctx.replicaSets.filter((rs) => !rs.deleting);
+  const activeRevision =
+    replicaSets.find((rs) => rs.hash === activeHash)?.revision ??
+    (status.active?.podTemplateHash === activeHash ? status.active?.revision : undefined) ??
+    0;
+  const active: RevisionRef | undefined = activeHash ? { revision: activeRevision, hash: activeHash } : undefined;
+  return {
+    deleting: app.metadata.deletionTimestamp !== undefined && app.metadata.deletionTimestamp !== null,
+    specPaused: app.spec.paused === true,
+    pausedByHand: status.pause !== undefined,
+    active,
+    inFlight: desired && desired.hash !== activeHash ? { revision: desired.number, hash: desired.hash } : undefined,
+    aborted: status.abort ? { revision: status.abort.revision, hash: status.abort.podTemplateHash } : undefined,
+    history: (status.history ?? []).map((h) => h.revision),
+    replicaSets: replicaSets.map((rs) => ({ revision: rs.revision, hash: rs.hash })),
+  };
+}
+
+function refusal(intent: Intent, verdict: Refused): PlannerEvent {
+  return {
+    type: verdict.conflict ? 'Warning' : 'Normal',
+    reason: `${title(intent.action)}${verdict.conflict ? 'Rejected' : 'Ignored'}`,
+    message: `${verdict.reason} (by ${who(intent)})`,
+  };
+}
+
+// The planner's view is never unknown: an allowed promote or abort has a desired revision. For the type checker.
+const nothingInFlight = (intent: Intent): PlannerEvent =>
+  refusal(intent, { allowed: false, code: 'nothing-in-flight', conflict: false, reason: 'nothing is in progress' });
+
+/** Applies one intent to status, if the rules allow it; returns the event that records it. */
 export function applyIntent(ctx: ActionContext, intent: Intent): PlannerEvent {
-  const { status, desired, activeHash } = ctx;
+  const verdict = actionVerdict(intent.action, intent, plannerView(ctx));
+  if (!verdict.allowed) return refusal(intent, verdict);
+  const { status, desired } = ctx;
   const actor = { by: intent.by, via: intent.via, at: intent.at };
-  const inFlight = desired !== undefined && desired.hash !== activeHash;
   switch (intent.action) {
     case 'promote': {
-      if (!inFlight || !desired) {
-        return { type: 'Normal', reason: 'PromoteIgnored', message: `nothing to promote (by ${who(intent)})` };
-      }
-      if (intent.revision !== undefined && intent.revision !== desired.number) {
-        return {
-          type: 'Warning',
-          reason: 'PromoteRejected',
-          message: `revision ${intent.revision} is no longer in preview (revision ${desired.number} is); nothing changed (by ${who(intent)})`,
-        };
-      }
-      if (status.abort?.podTemplateHash === desired.hash) {
-        return {
-          type: 'Warning',
-          reason: 'PromoteRejected',
-          message: `revision ${desired.number} was aborted; retry it first (by ${who(intent)})`,
-        };
-      }
+      if (!desired) return nothingInFlight(intent);
       status.promotion = {
         podTemplateHash: desired.hash,
         revision: desired.number,
@@ -65,9 +86,7 @@ export function applyIntent(ctx: ActionContext, intent: Intent): PlannerEvent {
       };
     }
     case 'abort': {
-      if (!inFlight || !desired) {
-        return { type: 'Normal', reason: 'AbortIgnored', message: `nothing in progress to abort (by ${who(intent)})` };
-      }
+      if (!desired) return nothingInFlight(intent);
       status.abort = { podTemplateHash: desired.hash, revision: desired.number, ...actor };
       delete status.promotion;
       return {
@@ -77,59 +96,19 @@ export function applyIntent(ctx: ActionContext, intent: Intent): PlannerEvent {
       };
     }
     case 'retry': {
-      if (!status.abort) {
-        return { type: 'Normal', reason: 'RetryIgnored', message: `nothing aborted to retry (by ${who(intent)})` };
-      }
-      const revision = status.abort.revision;
+      const revision = status.abort?.revision;
       delete status.abort;
       return { type: 'Normal', reason: 'Retried', message: `revision ${revision} retried by ${who(intent)}` };
     }
-    case 'undo': {
-      const target = intent.toRevision ?? previousStable(status.history, status.active, ctx.replicaSets);
-      if (target === undefined) {
-        return {
-          type: 'Warning',
-          reason: 'UndoRejected',
-          message: `no earlier revision to return to (by ${who(intent)})`,
-        };
-      }
-      const rs = ctx.replicaSets.find((r) => r.revision === target && !r.deleting);
-      if (!rs) {
-        return {
-          type: 'Warning',
-          reason: 'UndoRejected',
-          message: `revision ${target} has no ReplicaSet left (see revisionHistoryLimit); nothing changed (by ${who(intent)})`,
-        };
-      }
-      if (rs.hash === activeHash && !inFlight) {
-        return {
-          type: 'Normal',
-          reason: 'UndoIgnored',
-          message: `revision ${target} is already active (by ${who(intent)})`,
-        };
-      }
-      status.pin = {
-        podTemplateHash: rs.hash,
-        revision: rs.revision,
-        over: ctx.specHash ?? '',
-        ...(intent.preview ? { preview: true } : {}),
-        ...actor,
-      };
-      delete status.abort;
-      delete status.promotion;
-      return {
-        type: 'Normal',
-        reason: 'Undo',
-        message: `undo to revision ${target}${intent.preview ? ' as a preview' : ''} by ${who(intent)}`,
-      };
-    }
+    case 'undo':
+      return undo(ctx, intent, verdict.revision, verdict.drops);
     case 'pause': {
       status.pause = actor;
       return { type: 'Normal', reason: 'Paused', message: `paused by ${who(intent)}` };
     }
     case 'resume': {
       delete status.pause;
-      if (ctx.app.spec.paused) {
+      if (verdict.note === 'stays-paused-by-spec') {
         return {
           type: 'Warning',
           reason: 'Resumed',
@@ -139,4 +118,50 @@ export function applyIntent(ctx: ActionContext, intent: Intent): PlannerEvent {
       return { type: 'Normal', reason: 'Resumed', message: `resumed by ${who(intent)}` };
     }
   }
+}
+
+/**
+ * Pins the target revision (desired instead of the spec's until the spec
+ * changes). Back to the active revision, the revision on its way is dropped
+ * and no switch will record the undo, so history records it here.
+ */
+function undo(ctx: ActionContext, intent: Intent, target: number | undefined, drops: number | undefined): PlannerEvent {
+  const { status } = ctx;
+  const back = drops !== undefined;
+  const rs = ctx.replicaSets.find((r) => !r.deleting && (back ? r.hash === ctx.activeHash : r.revision === target));
+  if (!rs) {
+    // The rules checked the ReplicaSet over this same list: not reached.
+    return { type: 'Warning', reason: 'UndoRejected', message: `revision ${target} has no ReplicaSet left` };
+  }
+  const actor = { by: intent.by, via: intent.via, at: intent.at };
+  status.pin = {
+    podTemplateHash: rs.hash,
+    revision: rs.revision,
+    over: ctx.specHash ?? '',
+    ...(intent.preview && !back ? { preview: true } : {}),
+    ...actor,
+  };
+  delete status.abort;
+  delete status.promotion;
+  if (back) {
+    status.history = appendHistory(status.history, {
+      revision: rs.revision,
+      ...(rs.commit ? { commit: rs.commit } : {}),
+      image: rs.image,
+      createdAt: rs.createdAt || ctx.now,
+      promotedAt: ctx.now,
+      promotedBy: intent.by,
+      promotedVia: 'undo',
+    });
+    return {
+      type: 'Normal',
+      reason: 'Undo',
+      message: `undo by ${who(intent)}: revision ${drops} dropped, revision ${rs.revision} stays active`,
+    };
+  }
+  return {
+    type: 'Normal',
+    reason: 'Undo',
+    message: `undo to revision ${rs.revision}${intent.preview ? ' as a preview' : ''} by ${who(intent)}`,
+  };
 }

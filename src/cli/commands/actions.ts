@@ -1,11 +1,19 @@
 // promote, abort, retry, undo, pause and resume. Each is recorded as an
 // intent annotation with a JSON merge patch; the operator carries it out
-// once. The App's status is checked first, so a request that the operator
-// would only ignore or refuse fails here with the reason (the operator
-// checks again: the App may change in between).
+// once. The rules the operator applies (actionVerdict) are asked first, over
+// the App's status and ReplicaSets, so a request that the operator would only
+// ignore or refuse fails here with the reason (the operator checks again: the
+// App may change in between).
 import { randomUUID } from 'node:crypto';
 import { type Action, type Intent, IntentSchema, intentAnnotation } from '../../app/intents.ts';
-import { previousStable } from '../../rollout/history.ts';
+import {
+  type Allowed,
+  actionVerdict,
+  type Refused,
+  UNKNOWN,
+  type Unknown,
+  viewOfApp,
+} from '../../rollout/action-rules.ts';
 import { type ObservedReplicaSet, observeReplicaSet } from '../../rollout/observed.ts';
 import type { Flags } from '../args.ts';
 import { CliError, EXIT } from '../errors.ts';
@@ -13,102 +21,120 @@ import { type AppObject, Session } from '../kube.ts';
 
 type Extra = Pick<Intent, 'revision' | 'full' | 'toRevision' | 'preview'>;
 
-/** Something is on its way to active: a preview, a promotion, or a fast-tracked undo. */
-const inFlight = (app: AppObject): boolean =>
-  app.status?.preview !== undefined || app.status?.promotion !== undefined || app.status?.phase === 'Progressing';
-
 const label = (app: AppObject) => `App "${app.metadata.name}"`;
 
-/** What the action will ask for, or a CliError saying why it would not happen. */
+/** A refusal in the CLI's words, with what to do next where there is something. */
+function refusal(app: AppObject, action: Action, refused: Refused): CliError {
+  const status = app.status ?? {};
+  const name = app.metadata.name;
+  const phase = status.phase ?? 'unknown';
+  switch (refused.code) {
+    case 'deleting':
+      return new CliError(`${label(app)} is being deleted`);
+    case 'nothing-in-flight': {
+      if (action === 'abort') {
+        return new CliError(`${label(app)} has nothing in progress to abort (phase ${phase})`);
+      }
+      const active = status.active ? `revision ${status.active.revision} is active` : 'nothing is active yet';
+      return new CliError(`${label(app)} has no revision in preview to promote (phase ${phase}; ${active})`);
+    }
+    case 'not-in-preview':
+      return new CliError(
+        `revision ${refused.revision} is not in preview: ${label(app)} has revision ${refused.inFlight} in preview; nothing changed`,
+      );
+    case 'aborted':
+      return new CliError(`revision ${refused.revision} was aborted: run "kubectl teal retry ${name}" first`);
+    case 'already-aborted':
+      return new CliError(`revision ${refused.revision} of ${label(app)} is aborted already`);
+    case 'nothing-aborted':
+      return new CliError(`${label(app)} has nothing aborted to retry`);
+    case 'no-earlier-revision':
+      return new CliError(`${label(app)} has no earlier revision to return to`);
+    case 'no-replicaset':
+      return new CliError(
+        `revision ${refused.revision} of ${label(app)} has no ReplicaSet left (see revisionHistoryLimit)`,
+      );
+    case 'already-active':
+      return new CliError(`revision ${refused.revision} is already active in ${label(app)}`);
+    case 'paused-by-spec':
+      return new CliError(
+        `${label(app)} is paused by spec.paused: set it to false (kubectl patch apps.teal.dev ${name} --type merge -p '{"spec":{"paused":false}}')`,
+      );
+  }
+}
+
+/** What the CLI says it asked for. */
+function requested(action: Action, allowed: Allowed, flags: Flags): string {
+  const of = allowed.revision !== undefined ? ` of revision ${allowed.revision}` : '';
+  switch (action) {
+    case 'promote':
+      return `promotion${of}${flags.full ? ' (full)' : ''} requested`;
+    case 'abort':
+      return `abort${of} requested`;
+    case 'retry':
+      return `retry${of} requested`;
+    case 'undo': {
+      if (allowed.returnsToActive) {
+        return `undo to revision ${allowed.revision} requested: revision ${allowed.drops} leaves preview, revision ${allowed.revision} stays active`;
+      }
+      const to = allowed.revision !== undefined ? ` to revision ${allowed.revision}` : '';
+      return `undo${to}${flags.preview ? ' as a preview' : ''} requested`;
+    }
+    case 'pause':
+      return allowed.note === 'already-paused' ? 'already paused; pause recorded again' : 'pause requested';
+    case 'resume':
+      return allowed.note === 'stays-paused-by-spec'
+        ? 'resume requested, but spec.paused is true: the App stays paused until it is false'
+        : allowed.note === 'not-paused'
+          ? 'resume requested (it was not paused)'
+          : 'resume requested';
+  }
+}
+
+/**
+ * What the action will ask for, or a CliError saying why it would not happen.
+ * replicaSets: the App's, or unknown when the action does not depend on them.
+ */
+export function decide(
+  action: Action,
+  app: AppObject,
+  flags: Flags,
+  replicaSets: readonly ObservedReplicaSet[] | Unknown,
+): { extra: Extra; done: string } {
+  const verdict = actionVerdict(action, flags, viewOfApp(app, replicaSets));
+  if (!verdict.allowed) {
+    const error = refusal(app, action, verdict);
+    if (verdict.code !== 'no-replicaset' || replicaSets === UNKNOWN) throw error;
+    const kept = replicaSets.map((r) => r.revision).sort((a, b) => a - b);
+    throw new CliError(`${error.message}; revisions kept: ${kept.join(', ') || 'none'}`);
+  }
+  // As with the HTTP API, the arguments travel with the intent: the operator decides again on them.
+  const extra: Extra =
+    action === 'promote'
+      ? { ...(flags.revision !== undefined ? { revision: flags.revision } : {}), ...(flags.full ? { full: true } : {}) }
+      : action === 'undo'
+        ? {
+            ...(flags.toRevision !== undefined ? { toRevision: flags.toRevision } : {}),
+            ...(flags.preview ? { preview: true } : {}),
+          }
+        : {};
+  return { extra, done: requested(action, verdict, flags) };
+}
+
+/** decide, with the App's ReplicaSets listed when the action depends on them (undo). */
 async function check(
   session: Session,
   action: Action,
   app: AppObject,
   flags: Flags,
 ): Promise<{ extra: Extra; done: string }> {
-  const status = app.status ?? {};
-  const preview = status.preview;
-  if (app.metadata.deletionTimestamp) throw new CliError(`${label(app)} is being deleted`);
-  switch (action) {
-    case 'promote': {
-      if (!preview) {
-        const active = status.active ? `revision ${status.active.revision} is active` : 'nothing is active yet';
-        throw new CliError(
-          `${label(app)} has no revision in preview to promote (phase ${status.phase ?? 'unknown'}; ${active})`,
-        );
-      }
-      if (flags.revision !== undefined && flags.revision !== preview.revision) {
-        throw new CliError(
-          `revision ${flags.revision} is not in preview: ${label(app)} has revision ${preview.revision} in preview; nothing changed`,
-        );
-      }
-      if (status.abort?.podTemplateHash === preview.podTemplateHash) {
-        throw new CliError(
-          `revision ${preview.revision} was aborted: run "kubectl teal retry ${app.metadata.name}" first`,
-        );
-      }
-      return {
-        // As with the HTTP API, a stated revision travels with the intent: the operator refuses it if replaced meanwhile.
-        extra: {
-          ...(flags.revision !== undefined ? { revision: flags.revision } : {}),
-          ...(flags.full ? { full: true } : {}),
-        },
-        done: `promotion of revision ${preview.revision}${flags.full ? ' (full)' : ''} requested`,
-      };
-    }
-    case 'abort': {
-      if (!inFlight(app)) {
-        throw new CliError(`${label(app)} has nothing in progress to abort (phase ${status.phase ?? 'unknown'})`);
-      }
-      const revision = preview?.revision ?? status.promotion?.revision;
-      return { extra: {}, done: `abort${revision ? ` of revision ${revision}` : ''} requested` };
-    }
-    case 'retry': {
-      if (!status.abort) throw new CliError(`${label(app)} has nothing aborted to retry`);
-      return { extra: {}, done: `retry of revision ${status.abort.revision} requested` };
-    }
-    case 'undo': {
-      const replicaSets = (await session.replicaSets(app))
-        .map((rs) => observeReplicaSet(rs))
-        .filter((rs): rs is ObservedReplicaSet => rs !== undefined);
-      const target = flags.toRevision ?? previousStable(status.history, status.active, replicaSets);
-      if (target === undefined) throw new CliError(`${label(app)} has no earlier revision to return to`);
-      const rs = replicaSets.find((r) => r.revision === target && !r.deleting);
-      if (!rs) {
-        const known = replicaSets.map((r) => r.revision).sort((a, b) => a - b);
-        throw new CliError(
-          `revision ${target} of ${label(app)} has no ReplicaSet left (see revisionHistoryLimit); revisions kept: ${known.join(', ') || 'none'}`,
-        );
-      }
-      if (rs.hash === status.active?.podTemplateHash && !inFlight(app)) {
-        throw new CliError(`revision ${target} is already active in ${label(app)}`);
-      }
-      return {
-        extra: {
-          ...(flags.toRevision !== undefined ? { toRevision: flags.toRevision } : {}),
-          ...(flags.preview ? { preview: true } : {}),
-        },
-        done: `undo to revision ${target}${flags.preview ? ' as a preview' : ''} requested`,
-      };
-    }
-    case 'pause':
-      return { extra: {}, done: status.pause ? 'already paused; pause recorded again' : 'pause requested' };
-    case 'resume': {
-      if (!status.pause && app.spec.paused) {
-        throw new CliError(
-          `${label(app)} is paused by spec.paused: set it to false (kubectl patch apps.teal.dev ${app.metadata.name} --type merge -p '{"spec":{"paused":false}}')`,
-        );
-      }
-      return {
-        extra: {},
-        done: app.spec.paused
-          ? 'resume requested, but spec.paused is true: the App stays paused until it is false'
-          : status.pause
-            ? 'resume requested'
-            : 'resume requested (it was not paused)',
-      };
-    }
-  }
+  const replicaSets =
+    action === 'undo'
+      ? (await session.replicaSets(app))
+          .map((rs) => observeReplicaSet(rs))
+          .filter((rs): rs is ObservedReplicaSet => rs !== undefined)
+      : UNKNOWN;
+  return decide(action, app, flags, replicaSets);
 }
 
 const GRANT = 'grant the teal-promoter role';
