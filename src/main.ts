@@ -7,8 +7,8 @@ import { pino } from 'pino';
 import { z } from 'zod';
 import { apiPlugin } from './api/actions.ts';
 import { REDACT_PATHS } from './api/auth.ts';
-import { webhookCandidates } from './api/webhook-apps.ts';
-import { webhooksPlugin } from './api/webhooks.ts';
+import { webhookCandidateFinder } from './api/webhook-apps.ts';
+import { readWebhookSecretFile, webhooksPlugin } from './api/webhooks.ts';
 import { ANN_REFRESH } from './app/intents.ts';
 import { DNS1123_LABEL, DNS1123_SUBDOMAIN } from './app/patterns.ts';
 import { DEFAULT_BUILD_IMAGES } from './build/job.ts';
@@ -223,13 +223,13 @@ async function main(): Promise<void> {
     logger: log.child({ component: 'api' }),
   });
   await server.register(webhooksPlugin, {
-    candidates: (hint) => webhookCandidates(kubeConfig, apps.caches.apps.list(), hint),
+    candidates: webhookCandidateFinder(kubeConfig, () => apps.caches.apps.list()),
     // Recorded on each App rather than polled here: a standby replica may get the delivery.
     onPush: async (matched) => {
       const annotations = { [ANN_REFRESH]: new Date().toISOString() };
       await Promise.all(matched.map((m) => writer.patchAppMetadata(m.namespace, m.name, { annotations })));
     },
-    ...(config.webhookSecretFile ? { globalSecret: readFileSync(config.webhookSecretFile) } : {}),
+    ...(config.webhookSecretFile ? { globalSecret: readWebhookSecretFile(config.webhookSecretFile) } : {}),
     onResult: (provider, result) => metrics.webhooks.inc({ provider, result }),
   });
   server.get('/readyz', async (_req, reply) => {

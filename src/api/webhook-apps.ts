@@ -1,9 +1,11 @@
 // Which Apps a push names: the payload is only a hint (normalised repo URL and
-// full ref); each candidate comes with its own webhook secret to verify with.
+// full ref); each candidate comes with its own webhook secret to verify with,
+// read through WebhookSecretCache so that forged deliveries cost no API calls.
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { CachedApp } from '../controller/cache.ts';
 import { normalizeRepoUrl } from '../git/url.ts';
 import { isNotFound } from '../kube/apply.ts';
+import { type SecretLoader, WebhookSecretCache } from './webhook-secret-cache.ts';
 import type { Candidate, WebhookHint } from './webhooks.ts';
 
 /** The Secret key of a webhook secret, as Flux's Receiver names it. */
@@ -43,26 +45,46 @@ export function matchingApps(apps: readonly CachedApp[], hint: Pick<WebhookHint,
   });
 }
 
+/** Reads key `token` of a webhook Secret from the API server: undefined when the Secret or the key is missing. */
+export function webhookSecretLoader(kc: KubeConfig): SecretLoader {
+  const core = kc.makeApiClient(CoreV1Api);
+  return async (namespace, name) => {
+    try {
+      const data = (await core.readNamespacedSecret({ namespace, name })).data?.[WEBHOOK_SECRET_KEY];
+      return data ? Buffer.from(data, 'base64') : undefined;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  };
+}
+
+/**
+ * The Apps a hint names, each with its webhook secret from the cache, and a
+ * way to re-read that secret once if it does not verify (a rotation).
+ */
 export async function webhookCandidates(
-  kc: KubeConfig,
+  secrets: WebhookSecretCache,
   apps: readonly CachedApp[],
   hint: WebhookHint,
 ): Promise<Candidate[]> {
-  const core = kc.makeApiClient(CoreV1Api);
+  const startedAt = secrets.now();
   return Promise.all(
-    matchingApps(apps, hint).map(async (app) => {
+    matchingApps(apps, hint).map(async (app): Promise<Candidate> => {
       const { namespace, name } = app.metadata;
       const secretName = gitOf(app)?.webhookSecretRef?.name;
-      let secret: Buffer | undefined;
-      if (secretName) {
-        try {
-          const data = (await core.readNamespacedSecret({ namespace, name: secretName })).data?.[WEBHOOK_SECRET_KEY];
-          if (data) secret = Buffer.from(data, 'base64');
-        } catch (err) {
-          if (!isNotFound(err)) throw err;
-        }
-      }
-      return { namespace, name, secret };
+      if (!secretName) return { namespace, name, secret: undefined };
+      const secret = await secrets.get(namespace, secretName);
+      return { namespace, name, secret, reread: () => secrets.reread(namespace, secretName, startedAt) };
     }),
   );
+}
+
+/** The webhooks plugin's candidates option: Apps from list(), secrets through one cache per process. */
+export function webhookCandidateFinder(
+  kc: KubeConfig,
+  list: () => readonly CachedApp[],
+): (hint: WebhookHint) => Promise<Candidate[]> {
+  const secrets = new WebhookSecretCache({ load: webhookSecretLoader(kc) });
+  return (hint) => webhookCandidates(secrets, list(), hint);
 }

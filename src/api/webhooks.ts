@@ -5,8 +5,10 @@
 // Flow: check the signature header is there, parse the payload as a hint,
 // ask the caller for the Apps on that repository and ref, and match only the
 // Apps whose own secret (or the global one) verifies the exact bytes
-// received. Then drop replays, and hand the matches to onPush, which resolves
-// the ref itself: the payload's SHAs are never used.
+// received (when none does, secrets that may have been rotated are re-read
+// once, as the caller allows). Then drop replays, and hand the matches to
+// onPush, which resolves the ref itself: the payload's SHAs are never used.
+import { readFileSync } from 'node:fs';
 import type { FastifyError, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import {
   type BodyEncoding,
@@ -16,6 +18,7 @@ import {
   type Provider,
   parseDelivery,
   requestVerifier,
+  type Verifier,
   WebhookParseError,
 } from './webhook-providers.ts';
 
@@ -24,6 +27,12 @@ export interface Candidate {
   namespace: string;
   name: string;
   secret: Buffer | undefined;
+  /**
+   * Called when no secret verified the delivery: a fresher value of this
+   * App's secret to try (it may have been rotated since it was cached), or
+   * undefined when a re-read is not due. Rejects when the read fails.
+   */
+  reread?: () => Promise<Buffer | undefined> | undefined;
 }
 
 /**
@@ -218,9 +227,15 @@ export const webhooksPlugin: FastifyPluginAsync<WebhookOptions> = async (fastify
     }
 
     const global = globalSecret !== undefined && verify(globalSecret);
-    const matched = uniqueApps(
-      candidates.filter((c) => global || (c.secret !== undefined && c.secret.length > 0 && verify(c.secret))),
-    );
+    let matched = uniqueApps(candidates.filter((c) => global || verifiedBy(c.secret, verify)));
+    if (!global && matched.length === 0) {
+      try {
+        matched = await matchAfterReread(candidates, verify);
+      } catch (err) {
+        log.error({ ...context, err }, 'reading webhook secrets failed');
+        return finish('error', 503, UNAVAILABLE);
+      }
+    }
     if (!global && matched.length === 0) {
       log.warn({ ...context, candidates: candidates.length }, 'webhook signature did not verify');
       return finish('unauthorized', 401, UNAUTHORIZED);
@@ -267,6 +282,22 @@ function providerOf(params: unknown): Provider | undefined {
   return typeof value === 'string' && isProvider(value) ? value : undefined;
 }
 
+// An empty key would let anyone sign.
+const verifiedBy = (secret: Buffer | undefined, verify: Verifier): boolean =>
+  secret !== undefined && secret.length > 0 && verify(secret);
+
+/** The candidates whose re-read secret verifies; candidates not due a re-read are left out. */
+async function matchAfterReread(candidates: Candidate[], verify: Verifier): Promise<Candidate[]> {
+  const fresh = await Promise.all(
+    candidates.map(async (c): Promise<Candidate | undefined> => {
+      const reading = c.reread?.();
+      if (reading === undefined) return undefined;
+      return { namespace: c.namespace, name: c.name, secret: await reading };
+    }),
+  );
+  return uniqueApps(fresh.filter((c): c is Candidate => c !== undefined && verifiedBy(c.secret, verify)));
+}
+
 function uniqueApps(apps: Candidate[]): Candidate[] {
   const byName = new Map<string, Candidate>();
   for (const app of apps) {
@@ -279,4 +310,29 @@ function uniqueApps(apps: Candidate[]): Candidate[] {
 /** A URL fit for logs: no user info (it may hold a token), no query or fragment. */
 export function redactUrl(url: string): string {
   return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, '$1').replace(/[?#].*$/, '');
+}
+
+/**
+ * The global secret from --webhook-secret-file's bytes, less one trailing
+ * newline ("\n" or "\r\n"): editors and `echo` end files with one, and the
+ * git host was given the secret without it. Only one, so a secret that truly
+ * ends in a newline can still be written with two.
+ */
+export function secretFromFile(bytes: Buffer): Buffer {
+  if (bytes.at(-1) !== 0x0a) return bytes;
+  return bytes.subarray(0, bytes.length - (bytes.at(-2) === 0x0d ? 2 : 1));
+}
+
+/** Reads --webhook-secret-file; an unreadable or empty file is an error naming the flag, never showing the content. */
+export function readWebhookSecretFile(path: string): Buffer {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+  } catch (err) {
+    const code = err instanceof Error && 'code' in err ? String(err.code) : 'read error';
+    throw new Error(`--webhook-secret-file: cannot read ${path} (${code})`);
+  }
+  const secret = secretFromFile(bytes);
+  if (secret.length === 0) throw new Error(`--webhook-secret-file: ${path} is empty: it must hold the secret`);
+  return secret;
 }

@@ -1,5 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
@@ -14,7 +16,9 @@ import {
 import {
   type Candidate,
   RecentIds,
+  readWebhookSecretFile,
   redactUrl,
+  secretFromFile,
   type WebhookHint,
   type WebhookOptions,
   type WebhookResult,
@@ -547,6 +551,38 @@ describe('flow', () => {
     expect(h.results.map(([, r]) => r)).toEqual(['error', 'accepted']);
   });
 
+  describe('re-reading a secret that did not verify', () => {
+    const rotating = (reread: () => Promise<Buffer | undefined> | undefined) =>
+      vi.fn(async (): Promise<Candidate[]> => [{ namespace: 'shop', name: 'web', secret: SECRET, reread }]);
+
+    it('accepts a push signed with the re-read secret (a rotation)', async () => {
+      const reread = vi.fn(async () => OTHER_SECRET);
+      const h = harness([], { candidates: rotating(reread) });
+      const res = await h.post('github', githubPushBody, githubHeaders(githubPushBody, OTHER_SECRET));
+      expect(res.statusCode).toBe(202);
+      expect(res.json()).toEqual({ matched: ['shop/web'] });
+      expect(reread).toHaveBeenCalledTimes(1);
+    });
+
+    it('does not re-read when a secret verified, and answers 401 when no re-read is due', async () => {
+      const reread = vi.fn((): Promise<Buffer | undefined> | undefined => undefined);
+      const h = harness([], { candidates: rotating(reread) });
+      expect((await h.post('github', githubPushBody, githubHeaders(githubPushBody, SECRET))).statusCode).toBe(202);
+      expect(reread).not.toHaveBeenCalled();
+      const forged = await h.post('github', githubPushBody, githubHeaders(githubPushBody, GLOBAL));
+      expect(forged.statusCode).toBe(401);
+      expect(reread).toHaveBeenCalledTimes(1);
+    });
+
+    it('answers 503 when the re-read fails, as a failed lookup does', async () => {
+      const h = harness([], { candidates: rotating(() => Promise.reject(new Error('kube down'))) });
+      const res = await h.post('github', githubPushBody, githubHeaders(githubPushBody, OTHER_SECRET));
+      expect(res.statusCode).toBe(503);
+      expect(res.json()).toMatchObject({ error: 'unavailable' });
+      expect(h.results.map(([, r]) => r)).toEqual(['error']);
+    });
+  });
+
   it('refuses a body over the limit with 413', async () => {
     const h = harness([helloWorld]);
     const big = Buffer.alloc(1024 * 1024 + 1, 0x20);
@@ -616,6 +652,36 @@ describe('flow', () => {
     expect(h.logs.length).toBeGreaterThan(0);
     for (const secret of [SECRET, OTHER_SECRET, GLOBAL, 'wr0ng', 'tok3n', signed['x-hub-signature-256']]) {
       expect(text).not.toContain(secret.toString().replace(/^sha256=/, ''));
+    }
+  });
+});
+
+describe('--webhook-secret-file', () => {
+  it('drops exactly one trailing newline', () => {
+    const cases: [string, string][] = [
+      ['key', 'key'],
+      ['key\n', 'key'],
+      ['key\r\n', 'key'],
+      ['key\n\n', 'key\n'],
+      ['key\r', 'key\r'],
+      ['\n', ''],
+    ];
+    for (const [file, secret] of cases) expect(secretFromFile(Buffer.from(file)).toString()).toBe(secret);
+  });
+
+  it('reads the file, and refuses an empty or missing one naming the flag, never the content', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'teal-secret-file-'));
+    try {
+      const file = join(dir, 'token');
+      writeFileSync(file, 'global-hook-key\n');
+      expect(readWebhookSecretFile(file).toString()).toBe('global-hook-key');
+      for (const empty of ['', '\n', '\r\n']) {
+        writeFileSync(file, empty);
+        expect(() => readWebhookSecretFile(file)).toThrow(`--webhook-secret-file: ${file} is empty`);
+      }
+      expect(() => readWebhookSecretFile(join(dir, 'missing'))).toThrow(/^--webhook-secret-file: cannot read .*ENOENT/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
