@@ -146,6 +146,7 @@ function undo(ctx: ActionContext, intent: Intent, target: number | undefined, dr
   if (back) {
     status.history = appendHistory(status.history, {
       revision: rs.revision,
+      podTemplateHash: rs.hash,
       ...(rs.commit ? { commit: rs.commit } : {}),
       image: rs.image,
       createdAt: rs.createdAt || ctx.now,

@@ -429,6 +429,7 @@ describe('undo with a revision in preview', () => {
       expect(ctx.status.abort).toBeUndefined();
       expect(ctx.status.history?.at(-1)).toMatchObject({
         revision: 1,
+        podTemplateHash: hash(1),
         promotedVia: 'undo',
         promotedBy: 'alice',
         promotedAt: NOW,
