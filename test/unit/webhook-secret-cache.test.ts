@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { webhookCandidates } from '../../src/api/webhook-apps.ts';
 import { isLive, mayReread, WebhookSecretCache } from '../../src/api/webhook-secret-cache.ts';
+import type { WebhookHint } from '../../src/api/webhooks.ts';
+import type { CachedApp } from '../../src/controller/cache.ts';
 
 const TTL = 15_000;
 const ERROR_TTL = 2_000;
@@ -207,5 +210,54 @@ describe('webhook secret cache rules', () => {
     expect(mayReread({ readAt: 5, reread: true, state: value }, 6)).toBe(false);
     expect(mayReread({ readAt: 5, reread: false, state: { kind: 'value', value: undefined } }, 6)).toBe(true);
     expect(mayReread({ readAt: 5, reread: false, state: { kind: 'error', error: new Error() } }, 6)).toBe(false);
+  });
+});
+
+describe('webhook candidates', () => {
+  const app = (name: string, secret?: string): CachedApp => ({
+    metadata: { namespace: 'shop', name, resourceVersion: '1' },
+    spec: {
+      source: {
+        git: {
+          url: 'https://git.example.com/shop/site.git',
+          ...(secret ? { webhookSecretRef: { name: secret } } : {}),
+        },
+      },
+    },
+  });
+  const hint: WebhookHint = {
+    provider: 'generic',
+    kind: 'push',
+    event: 'push',
+    deliveryId: undefined,
+    repoUrls: ['https://git.example.com/shop/site'],
+    refs: ['refs/heads/main'],
+  };
+
+  it('reads a Secret shared by several Apps once, and an App without one not at all', async () => {
+    const h = harness();
+    h.secrets.set('shop/hook', Buffer.from('k'));
+    const apps = [app('web', 'hook'), app('api', 'hook'), app('docs')];
+    const found = await webhookCandidates(h.cache, apps, hint);
+    expect(found.map((c) => [c.name, c.secret?.toString()])).toEqual([
+      ['web', 'k'],
+      ['api', 'k'],
+      ['docs', undefined],
+    ]);
+    expect(found[2]?.reread).toBeUndefined();
+    expect(h.reads).toEqual(['shop/hook']);
+  });
+
+  it('offers a re-read only of a value read before this delivery', async () => {
+    const h = harness();
+    h.secrets.set('shop/hook', Buffer.from('old'));
+    const first = await webhookCandidates(h.cache, [app('web', 'hook')], hint);
+    expect(first[0]?.reread?.()).toBeUndefined();
+    h.advance(1);
+    h.secrets.set('shop/hook', Buffer.from('new'));
+    const next = await webhookCandidates(h.cache, [app('web', 'hook')], hint);
+    expect(next[0]?.secret?.toString()).toBe('old');
+    expect((await next[0]?.reread?.())?.toString()).toBe('new');
+    expect(h.reads).toHaveLength(2);
   });
 });
