@@ -121,6 +121,11 @@ export class AppController {
         metrics?.workers(this.options.concurrency, ++active);
         try {
           const result = await this.reconciler.reconcile(key);
+          // A bad wake-up time is a bug to report and back off from, never a requeue at once.
+          const after = result.requeueAfterMs;
+          if (after !== undefined && !(Number.isFinite(after) && after >= 0)) {
+            throw new RangeError(`the plan asked for a requeue after ${after} ms`);
+          }
           const seconds = (performance.now() - started) / 1000;
           metrics?.reconciled(seconds, result.requeueAfterMs !== undefined ? 'requeue_after' : 'success');
           log.debug({ app: key, ms: Math.round(seconds * 1000) }, 'reconciled');

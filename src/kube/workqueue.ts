@@ -5,7 +5,8 @@
 // waiting for a due time, or neither. An add makes it ready now, an addAfter
 // only ever moves its due time earlier. A key is never processed by two
 // workers at once; one added while it is processed is marked dirty and
-// becomes ready again when processing is done.
+// becomes ready again when processing is done. Workers yield to the event
+// loop between keys, so no handler can starve timers, I/O or signals.
 import { type Clock, defaultControllerRateLimiter, type RateLimiter } from './rate-limiter.ts';
 
 /**
@@ -52,6 +53,16 @@ export interface StartOptions {
 // setTimeout fires at once for longer delays, so long waits are taken in steps.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/** Throws unless delayMs is a finite number of milliseconds, 0 or more. */
+function checkDelay(delayMs: number): void {
+  if (!Number.isFinite(delayMs) || delayMs < 0) {
+    throw new RangeError(`a queue delay must be a finite number of milliseconds, 0 or more; got ${delayMs}`);
+  }
+}
+
+/** Resolves in the event loop's check phase: timers, I/O and signals get a turn before it. */
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 export class WorkQueue {
   private readonly rateLimiter: RateLimiter;
   private readonly metrics: WorkqueueMetrics;
@@ -86,11 +97,16 @@ export class WorkQueue {
     this.enqueue(key);
   }
 
-  /** Makes the key ready after delayMs, or earlier if it already had an earlier due time. */
+  /**
+   * Makes the key ready after delayMs (0: now), or earlier if it already had an
+   * earlier due time. A delay that is not a finite number of milliseconds, 0 or
+   * more, is a bug in the caller: it throws rather than run the key again at once.
+   */
   addAfter(key: string, delayMs: number): void {
+    checkDelay(delayMs);
     if (this.shuttingDown) return;
     this.metrics.retry();
-    if (!(delayMs > 0)) {
+    if (delayMs === 0) {
       this.add(key);
       return;
     }
@@ -147,9 +163,10 @@ export class WorkQueue {
 
   /**
    * Runs concurrency workers, each taking one key at a time. A handler that
-   * throws has its key retried rate-limited; one that succeeds has its
-   * backoff forgotten and, if it asks, its key re-added after requeueAfterMs.
-   * Resolves when every worker has stopped after shutdown.
+   * throws, or asks for a requeueAfterMs addAfter refuses, has its key retried
+   * rate-limited; one that succeeds has its backoff forgotten and, if it asks,
+   * its key re-added after requeueAfterMs. Resolves when every worker has
+   * stopped after shutdown.
    */
   start(concurrency: number, handler: Handler, options: StartOptions = {}): Promise<void> {
     if (!Number.isInteger(concurrency) || concurrency < 1) {
@@ -206,8 +223,10 @@ export class WorkQueue {
       if (key === undefined) return;
       try {
         const result = await handler(key);
+        const requeueAfterMs = result?.requeueAfterMs;
+        if (requeueAfterMs !== undefined) checkDelay(requeueAfterMs);
         this.forget(key);
-        if (result?.requeueAfterMs !== undefined) this.addAfter(key, result.requeueAfterMs);
+        if (requeueAfterMs !== undefined) this.addAfter(key, requeueAfterMs);
       } catch (error) {
         this.addRateLimited(key);
         try {
@@ -218,6 +237,10 @@ export class WorkQueue {
       } finally {
         this.done(key);
       }
+      // A handler that never awaits I/O (a reconcile served from the cache) resolves in
+      // microtasks alone; without this turn of the event loop, a key that requeues itself
+      // would starve timers, sockets and signal handlers for good.
+      await yieldToEventLoop();
     }
   }
 

@@ -17,9 +17,16 @@ function manualClock(start = 0) {
   };
 }
 
-/** Lets pending promise callbacks run, and fires timers due by now + ms. */
+/** A turn of the real event loop: setImmediate is left unfaked (see beforeEach). */
+const realImmediate = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Fires timers due by now + ms and lets pending promise callbacks run; then
+ * turns the event loop a few times, since workers yield to it between keys.
+ */
 async function tick(ms = 0): Promise<void> {
   await vi.advanceTimersByTimeAsync(ms);
+  for (let i = 0; i < 10; i++) await realImmediate();
 }
 
 /**
@@ -165,7 +172,8 @@ describe('defaultControllerRateLimiter', () => {
 
 describe('WorkQueue', () => {
   beforeEach(() => {
-    vi.useFakeTimers();
+    // Workers yield with setImmediate between keys; tick() turns the real event loop for them.
+    vi.useFakeTimers({ toNotFake: ['setImmediate', 'clearImmediate'] });
   });
   afterEach(() => {
     vi.useRealTimers();
@@ -428,8 +436,43 @@ describe('WorkQueue', () => {
     it('addAfter with no delay adds at once', () => {
       const queue = new WorkQueue();
       queue.addAfter('ns/a', 0);
-      queue.addAfter('ns/b', -5);
+      queue.addAfter('ns/b', 0);
       expect(queue.len()).toBe(2);
+      queue.shutdown();
+    });
+
+    it('addAfter refuses a delay that is not a finite number of milliseconds, 0 or more, and queues nothing', () => {
+      const queue = new WorkQueue();
+      for (const delay of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, -5, -0.5]) {
+        expect(() => queue.addAfter('ns/a', delay)).toThrow(
+          new RangeError(`a queue delay must be a finite number of milliseconds, 0 or more; got ${delay}`),
+        );
+      }
+      expect(queue.len()).toBe(0);
+      expect(vi.getTimerCount()).toBe(0);
+      queue.shutdown();
+    });
+
+    it('a handler asking for a NaN requeue has its key retried rate-limited, and onError is told', async () => {
+      const queue = new WorkQueue();
+      const errors: unknown[] = [];
+      // NaN twice, then a plain success: an endless NaN would spin the old queue until it ran out of memory.
+      const handler = vi.fn(async () => (handler.mock.calls.length <= 2 ? { requeueAfterMs: Number.NaN } : undefined));
+      queue.start(1, handler, { onError: (_key, error) => errors.push(error) });
+      queue.add('ns/a');
+      await tick();
+      // Not again at once, as a NaN delay used to be taken, but after the backoff: 5 ms, then 10 ms.
+      expect(handler).toHaveBeenCalledTimes(1);
+      expect(errors).toEqual([expect.any(RangeError)]);
+      expect(queue.numRequeues('ns/a')).toBe(1);
+      await tick(4);
+      expect(handler).toHaveBeenCalledTimes(1);
+      await tick(1);
+      expect(handler).toHaveBeenCalledTimes(2);
+      expect(queue.numRequeues('ns/a')).toBe(2);
+      await tick(10);
+      expect(handler).toHaveBeenCalledTimes(3);
+      expect(queue.numRequeues('ns/a')).toBe(0);
       queue.shutdown();
     });
 
@@ -665,5 +708,37 @@ describe('WorkQueue timers', () => {
       spy.mockRestore();
       clear.mockRestore();
     }
+  });
+});
+
+describe('WorkQueue and the event loop', () => {
+  // Real timers: what is under test is that they get their turn.
+  it('lets immediates, timers and a shutdown through while a handler that never awaits I/O requeues its key', async () => {
+    const queue = new WorkQueue();
+    // Only the old, starving queue ever gets this far; it stops the test rather than hang it.
+    const cap = 10_000;
+    let runs = 0;
+    let runsBeforeImmediate: number | undefined;
+    let runsBeforeTimer: number | undefined;
+    setImmediate(() => {
+      runsBeforeImmediate = runs;
+    });
+    setTimeout(() => {
+      runsBeforeTimer = runs;
+      void queue.shutDownWithDrain();
+    }, 0);
+    // A reconcile served from the cache alone: it resolves without waiting on anything.
+    const handler: Handler = async () => {
+      runs++;
+      return runs < cap ? { requeueAfterMs: 0 } : undefined;
+    };
+    const stopped = queue.start(1, handler);
+    queue.add('ns/spin');
+    await stopped;
+    // The immediate was queued before the worker's first turn, so it ran after at most that one key.
+    expect(runsBeforeImmediate).toBeLessThanOrEqual(1);
+    expect(runsBeforeTimer).toBeDefined();
+    expect(runsBeforeTimer).toBeLessThan(cap);
+    expect(runs).toBeLessThan(cap);
   });
 });
