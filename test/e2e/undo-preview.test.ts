@@ -1,0 +1,211 @@
+// undo with a revision in preview (DESIGN §3.2): back to the stable revision
+// at once. The preview is dropped, the App is Healthy, history records the
+// undo, and the active Service never leaves the stable revision. Through the
+// real `kubectl teal undo` and through the operator's own HTTP API, with a
+// real operator (a child process) on the real control plane.
+import { execFile } from 'node:child_process';
+import { delimiter, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { Watch } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { GROUP, PLURAL } from '../../src/app/schema.ts';
+import { LABEL_HASH } from '../../src/rollout/labels.ts';
+import { e2eApp } from '../fixtures/apps.ts';
+import {
+  createApp,
+  patchSpec,
+  phase,
+  replicaSetOf,
+  type StoredApp,
+  selectorHash,
+  waitForApp,
+  watchActiveServices,
+} from '../support/apps.ts';
+import { clients, createNamespace, kubeConfig, waitFor } from '../support/kube.ts';
+import { type Operator, startOperator } from '../support/operator.ts';
+
+const run = promisify(execFile);
+const BIN = fileURLToPath(new URL('../../bin', import.meta.url));
+const { core, rbac, authz, authn } = clients();
+
+let ns: string;
+let removeNs: () => Promise<void>;
+let operator: Operator;
+let invariant: Awaited<ReturnType<typeof watchActiveServices>>;
+let stopWatch: () => void;
+/** Every selector each active Service had, in order. */
+const selections = new Map<string, string[]>();
+
+/** `kubectl teal ...` through the real kubectl, which finds the plugin in bin/ on PATH. */
+async function teal(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+  try {
+    const { stdout, stderr } = await run(join(inject('binDir'), 'kubectl'), ['teal', ...args, '-n', ns], {
+      env: {
+        ...process.env,
+        PATH: [BIN, inject('binDir'), process.env.PATH ?? ''].join(delimiter),
+        KUBECONFIG: inject('kubeconfig'),
+        NO_COLOR: '1',
+      },
+      timeout: 50_000,
+    });
+    return { stdout, stderr, code: 0 };
+  } catch (err) {
+    const e = err as { stdout?: string; stderr?: string; code?: unknown };
+    return { stdout: e.stdout ?? '', stderr: e.stderr ?? '', code: typeof e.code === 'number' ? e.code : -1 };
+  }
+}
+
+/** Records every selector of the active Services of the namespace, from their watch. */
+async function recordSelections(namespace: string): Promise<() => void> {
+  const controller = await new Watch(kubeConfig()).watch(
+    `/api/v1/namespaces/${namespace}/services`,
+    { labelSelector: 'teal.dev/role=active' },
+    (type, obj: { metadata?: { name?: string }; spec?: { selector?: Record<string, string> } }) => {
+      if (type !== 'ADDED' && type !== 'MODIFIED') return;
+      const seen = selections.get(obj.metadata?.name ?? '') ?? [];
+      const hash = obj.spec?.selector?.[LABEL_HASH] ?? '';
+      // Before the first release the Service may select nothing yet.
+      if (hash !== '' && hash !== 'none' && seen.at(-1) !== hash) seen.push(hash);
+      selections.set(obj.metadata?.name ?? '', seen);
+    },
+    () => {},
+  );
+  return () => controller.abort();
+}
+
+/** A first release, then a new image waiting in preview; returns the stable and preview hashes. */
+async function inPreview(name: string): Promise<{ stable: string; preview: string }> {
+  await createApp(ns, e2eApp(name, { blueGreen: { scaleDownDelaySeconds: 600 } }));
+  const first = await waitForApp(ns, name, 'first release Healthy', phase('Healthy'));
+  await patchSpec(ns, name, { image: 'registry.example.com/team/web:2' });
+  const paused = await waitForApp(
+    ns,
+    name,
+    'revision 2 ready in preview',
+    (a) => phase('Paused')(a) && a.status?.preview?.availableAt !== undefined,
+  );
+  return {
+    stable: first.status?.active?.podTemplateHash ?? '',
+    preview: paused.status?.preview?.podTemplateHash ?? '',
+  };
+}
+
+/** Waits for the operator to take the undo intent, and checks it did not refuse it. */
+async function undoTaken(name: string, id: string): Promise<void> {
+  await waitForApp(ns, name, 'the undo intent handled', (a) => a.status?.handledIntents?.undo === id);
+  const refused = await core.listNamespacedEvent({
+    namespace: ns,
+    fieldSelector: `involvedObject.name=${name},reason=UndoRejected`,
+  });
+  expect(refused.items.map((e) => e.message)).toEqual([]);
+}
+
+/** Healthy on the stable revision, the preview gone and scaled to 0, the active Service never moved. */
+async function backOnStable(name: string, hashes: { stable: string; preview: string }): Promise<StoredApp> {
+  const back = await waitForApp(ns, name, 'Healthy on revision 1', (a) => phase('Healthy')(a));
+  expect(back.status?.active).toMatchObject({ revision: 1, podTemplateHash: hashes.stable });
+  expect(back.status?.preview).toBeUndefined();
+  expect(back.status?.pin).toMatchObject({ revision: 1, podTemplateHash: hashes.stable });
+  await waitFor('the preview ReplicaSet scaled to 0', async () =>
+    (await replicaSetOf(ns, name, hashes.preview))?.spec?.replicas === 0 ? true : undefined,
+  );
+  expect(await selectorHash(ns, name)).toBe(hashes.stable);
+  expect(selections.get(name)).toEqual([hashes.stable]);
+  return back;
+}
+
+beforeAll(async () => {
+  ({ name: ns, remove: removeNs } = await createNamespace('undo-preview'));
+  invariant = await watchActiveServices(ns);
+  stopWatch = await recordSelections(ns);
+  operator = await startOperator({ namespace: ns });
+});
+
+afterAll(async () => {
+  stopWatch?.();
+  invariant?.stop();
+  await operator?.stop();
+  await removeNs?.();
+});
+
+describe('undo with a revision in preview', () => {
+  it('kubectl teal undo returns to the stable revision at once, and history records it', async () => {
+    const hashes = await inPreview('cli');
+    const admin = (await authn.createSelfSubjectReview({ body: {} })).status?.userInfo?.username ?? '';
+
+    const undo = await teal('undo', 'cli');
+    expect(undo.code, undo.stderr).toBe(0);
+    expect(undo.stdout).toContain('undo to revision 1 requested: revision 2 leaves preview');
+    const id = /id ([0-9a-f-]+)\)/.exec(undo.stdout)?.[1] ?? '';
+    await undoTaken('cli', id);
+
+    const back = await backOnStable('cli', hashes);
+    expect(back.status?.history?.at(-1)).toMatchObject({ revision: 1, promotedVia: 'undo', promotedBy: admin });
+    expect(back.status?.history?.filter((h) => h.revision === 2)).toEqual([]);
+    expect(invariant.violations).toEqual([]);
+  });
+
+  it('the HTTP API takes it (202), and the operator carries it out the same way', async () => {
+    const hashes = await inPreview('api');
+    const token = await releaser();
+
+    const res = await fetch(`http://127.0.0.1:${operator.healthPort}/api/v1/namespaces/${ns}/apps/api/undo`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    const body = (await res.json()) as { accepted?: boolean; id?: string };
+    expect(res.status).toBe(202);
+    expect(body).toMatchObject({ accepted: true });
+    await undoTaken('api', body.id ?? '');
+
+    const back = await backOnStable('api', hashes);
+    expect(back.status?.history?.at(-1)).toMatchObject({
+      revision: 1,
+      promotedVia: 'undo',
+      promotedBy: `system:serviceaccount:${ns}:releaser`,
+    });
+    expect(invariant.violations).toEqual([]);
+  });
+});
+
+/** A ServiceAccount whose Role grants the undo verb on Apps; returns a token of it. */
+async function releaser(): Promise<string> {
+  const name = 'releaser';
+  await core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name } } });
+  await rbac.createNamespacedRole({
+    namespace: ns,
+    body: { metadata: { name }, rules: [{ apiGroups: [GROUP], resources: [PLURAL], verbs: ['undo'] }] },
+  });
+  await rbac.createNamespacedRoleBinding({
+    namespace: ns,
+    body: {
+      metadata: { name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+      subjects: [{ kind: 'ServiceAccount', name, namespace: ns }],
+    },
+  });
+  const user = `system:serviceaccount:${ns}:${name}`;
+  // RBAC takes a moment to reach the authorizer's cache.
+  await waitFor(`${user} may undo`, async () => {
+    const review = await authz.createSubjectAccessReview({
+      body: {
+        spec: {
+          user,
+          groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`, 'system:authenticated'],
+          resourceAttributes: { group: GROUP, resource: PLURAL, verb: 'undo', namespace: ns },
+        },
+      },
+    });
+    return review.status?.allowed ? true : undefined;
+  });
+  const request = await core.createNamespacedServiceAccountToken({
+    namespace: ns,
+    name,
+    body: { spec: { expirationSeconds: 600 } },
+  });
+  const token = request.status?.token;
+  if (!token) throw new Error('no token for the releaser');
+  return token;
+}
