@@ -4,6 +4,7 @@
 // remembering its id in status.handledIntents. Annotations do not bump
 // metadata.generation, so an action is not mistaken for a spec change.
 import { z } from 'zod';
+import { rfc3339Time, shown, type ValueProblem, ValueReader } from '../kube/cluster-values.ts';
 
 export const ACTIONS = ['promote', 'abort', 'retry', 'undo', 'pause', 'resume'] as const;
 export type Action = (typeof ACTIONS)[number];
@@ -23,7 +24,7 @@ export const IntentSchema = z.strictObject({
   id: z.string().min(1).max(64),
   by: z.string().max(256),
   via: z.enum(VIAS),
-  at: z.string(),
+  at: z.string().refine((at) => rfc3339Time.parse(at) !== undefined, 'must be an RFC 3339 time'),
   /** promote: the revision the caller saw in preview. */
   revision: z.int().min(1).optional(),
   /** promote: skip the remaining waits. */
@@ -37,28 +38,50 @@ export type Intent = z.output<typeof IntentSchema> & { action: Action };
 
 export interface IntentParse {
   intents: Intent[];
-  /** Annotations that could not be read, with the reason. */
-  errors: string[];
+  /** Intent annotations that could not be read, and why: ignored, and reported once as Warning Events. */
+  problems: ValueProblem[];
 }
 
-/** Reads the intents from App annotations, oldest first. */
-export function readIntents(annotations: Record<string, string> | undefined): IntentParse {
+/**
+ * Reads the intents from App annotations, oldest first. `object` names the
+ * App in problem messages.
+ */
+export function readIntents(annotations: Record<string, string> | undefined, object = 'App'): IntentParse {
   const intents: Intent[] = [];
-  const errors: string[] = [];
+  const read = new ValueReader(object);
   for (const action of ACTIONS) {
-    const raw = annotations?.[intentAnnotation(action)];
+    const key = intentAnnotation(action);
+    const raw = annotations?.[key];
     if (raw === undefined) continue;
+    const bad = (why: string) => read.report('InvalidAnnotation', `annotation ${key}=${shown(raw)}`, why);
     let json: unknown;
     try {
       json = JSON.parse(raw);
     } catch {
-      errors.push(`${intentAnnotation(action)}: not JSON`);
+      bad('is not JSON');
       continue;
     }
     const parsed = IntentSchema.safeParse(json);
     if (parsed.success) intents.push({ ...parsed.data, action });
-    else errors.push(`${intentAnnotation(action)}: ${parsed.error.issues.map((i) => i.message).join('; ')}`);
+    else {
+      const why = parsed.error.issues.map((i) => `${i.path.join('.') || 'intent'}: ${i.message}`).join('; ');
+      bad(`is not an intent (${why.length > 200 ? `${why.slice(0, 200)}…` : why})`);
+    }
   }
   intents.sort((a, b) => a.at.localeCompare(b.at) || ACTIONS.indexOf(a.action) - ACTIONS.indexOf(b.action));
-  return { intents, errors };
+  return { intents, problems: read.problems };
+}
+
+/**
+ * The time of the last refresh request, in epoch milliseconds; undefined when
+ * there is none or it is not an RFC 3339 time (a problem then, with `object`
+ * naming the App).
+ */
+export function readRefreshRequest(
+  annotations: Record<string, string> | undefined,
+  object = 'App',
+): { at?: number; problems: ValueProblem[] } {
+  const read = new ValueReader(object);
+  const at = read.annotation(annotations, ANN_REFRESH, rfc3339Time);
+  return { ...(at !== undefined ? { at } : {}), problems: read.problems };
 }

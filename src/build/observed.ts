@@ -1,4 +1,7 @@
-// Build Jobs and their pods, trimmed to what the build planner reads.
+// Build Jobs and their pods, trimmed to what the build planner reads. Each
+// label read is checked against the shape Teal writes; a bad one is treated
+// as absent and listed in `problems`.
+import { commitSha, matching, objectName, ValueReader } from '../kube/cluster-values.ts';
 import { LABEL_APP } from '../rollout/labels.ts';
 import { LABEL_BUILD, LABEL_BUILD_SPEC, LABEL_COMMIT } from './job.ts';
 import type { ObservedBuildPod, ObservedJob } from './plan.ts';
@@ -11,8 +14,10 @@ type Raw = {
     creationTimestamp?: string;
     deletionTimestamp?: string;
     labels?: Record<string, string>;
+    ownerReferences?: { kind: string; name: string; controller?: boolean }[];
   };
-  spec?: unknown;
+  /** A Job's pod template, which cannot change after creation. */
+  spec?: { template?: { metadata?: { labels?: Record<string, string> } } };
   status?: {
     startTime?: string;
     completionTime?: string;
@@ -23,12 +28,23 @@ type Raw = {
   };
 };
 
+/** LABEL_BUILD_SPEC: the 5 hex digits of buildSpecHash (job.ts). */
+const buildSpecLabel = matching(/^[0-9a-f]{5}$/, 'a build settings hash of 5 lowercase hex digits', 5);
+
+/** The kubelet keeps at most this much of a termination message; anything longer was not written by one. */
+const MESSAGE_MAX = 4096;
+
 export function observeJob(raw: unknown): ObservedJob | undefined {
   const job = raw as Raw;
   const m = job.metadata;
-  const app = m?.labels?.[LABEL_APP];
-  const commit = m?.labels?.[LABEL_COMMIT];
-  if (!m?.name || !m.namespace || !app || !commit) return undefined;
+  if (!m?.name || !m.namespace) return undefined;
+  const read = new ValueReader(`Job ${m.name}`);
+  // A Job's pod template cannot change after creation: it holds the labels Teal gave the Job.
+  const template = job.spec?.template?.metadata?.labels;
+  const app = read.fixedLabel(m.labels, template, 'pod template', LABEL_APP, objectName);
+  const commit = read.fixedLabel(m.labels, template, 'pod template', LABEL_COMMIT, commitSha);
+  if (!app || !commit) return undefined;
+  const buildSpec = read.fixedLabel(m.labels, template, 'pod template', LABEL_BUILD_SPEC, buildSpecLabel) ?? '';
   const done = job.status?.conditions?.find(
     (c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True',
   );
@@ -39,7 +55,7 @@ export function observeJob(raw: unknown): ObservedJob | undefined {
     resourceVersion: m.resourceVersion ?? '',
     app,
     commit,
-    buildSpec: m.labels?.[LABEL_BUILD_SPEC] ?? '',
+    buildSpec,
     createdAt: m.creationTimestamp ?? '',
     ...(job.status?.startTime ? { startTime: job.status.startTime } : {}),
     ...(job.status?.completionTime ? { completionTime: job.status.completionTime } : {}),
@@ -47,24 +63,38 @@ export function observeJob(raw: unknown): ObservedJob | undefined {
     ...(failure ? { failureMessage: failure } : {}),
     active: job.status?.active ?? 0,
     deleting: Boolean(m.deletionTimestamp),
+    ...read.found(),
   };
 }
 
 export function observeBuildPod(raw: unknown): ObservedBuildPod | undefined {
   const pod = raw as Raw;
   const m = pod.metadata;
-  const job = m?.labels?.['job-name'];
-  if (!m?.name || !m.namespace || !job || !m.labels?.[LABEL_BUILD]) return undefined;
+  if (!m?.name || !m.namespace || !m.labels?.[LABEL_BUILD]) return undefined;
+  const read = new ValueReader(`Pod ${m.name}`);
+  // The Job controller names the pod's Job twice: in the job-name label and in its controller reference.
+  const owner = m.ownerReferences?.find((o) => o.controller && o.kind === 'Job')?.name;
+  const job = read.fixedLabel(
+    m.labels,
+    owner ? { 'job-name': owner } : undefined,
+    'owner reference',
+    'job-name',
+    objectName,
+  );
+  if (!job) return undefined;
   const terminated =
     pod.status?.containerStatuses?.find((c) => c.name === 'build')?.state?.terminated ??
     pod.status?.containerStatuses?.[0]?.state?.terminated;
+  const message = terminated?.message;
   return {
     namespace: m.namespace,
     name: m.name,
     resourceVersion: m.resourceVersion ?? '',
     job,
     phase: pod.status?.phase ?? 'Pending',
-    ...(terminated?.message !== undefined ? { message: terminated.message } : {}),
+    // Its tail, as the planner reads it: the digest, or the last lines of the log.
+    ...(message !== undefined ? { message: message.slice(-MESSAGE_MAX) } : {}),
     ...(terminated?.exitCode !== undefined ? { exitCode: terminated.exitCode } : {}),
+    ...read.found(),
   };
 }

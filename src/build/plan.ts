@@ -3,6 +3,7 @@
 // supersede running older ones, keep a short history, and report status.
 import type { App, AppStatus } from '../app/schema.ts';
 import { parseGitUrl } from '../git/url.ts';
+import type { ValueProblem } from '../kube/cluster-values.ts';
 import { type BuildImages, type BuildJobManifest, buildJobManifest, buildSpecHash } from './job.ts';
 import { type BuildDefaults, imageRepository } from './registry.ts';
 
@@ -22,6 +23,8 @@ export interface ObservedJob {
   failureMessage?: string;
   active: number;
   deleting: boolean;
+  /** Labels that were ignored, and why (see build/observed.ts). */
+  problems?: ValueProblem[];
 }
 
 export interface ObservedBuildPod {
@@ -33,6 +36,8 @@ export interface ObservedBuildPod {
   /** The build container's termination message: the digest, or the last log lines on error. */
   message?: string;
   exitCode?: number;
+  /** Labels that were ignored, and why (see build/observed.ts). */
+  problems?: ValueProblem[];
 }
 
 export type BuildAction =

@@ -2,7 +2,7 @@
 // run on every replica (they serve reads); workers run only on the leader.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { ANN_REFRESH } from '../app/intents.ts';
+import { ANN_REFRESH, readRefreshRequest } from '../app/intents.ts';
 import type { BuildImages } from '../build/job.ts';
 import type { BuildDefaults } from '../build/registry.ts';
 import { errorMessage, isConflict, Writer } from '../kube/apply.ts';
@@ -69,7 +69,9 @@ export class AppController {
         if (appChanged(old, a)) enqueue(key);
         // Only the leader follows sources (it reconciles); a standby's request waits in the annotation.
         const requested = a.metadata.annotations?.[ANN_REFRESH];
-        if (this.queue && requested !== undefined && requested !== old.metadata.annotations?.[ANN_REFRESH]) {
+        // A request that is not a time is ignored; the reconcile reports it.
+        const valid = readRefreshRequest(a.metadata.annotations).at !== undefined;
+        if (this.queue && valid && requested !== old.metadata.annotations?.[ANN_REFRESH]) {
           options.sources.refresh(key);
         }
       },

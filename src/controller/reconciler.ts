@@ -5,7 +5,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { parseDuration } from '../app/duration.ts';
-import { readIntents } from '../app/intents.ts';
+import { readIntents, readRefreshRequest } from '../app/intents.ts';
 import type { App, AppStatus } from '../app/schema.ts';
 import { validateApp } from '../app/validate.ts';
 import { type BuildImages, buildSpecHash } from '../build/job.ts';
@@ -19,6 +19,7 @@ import {
   withSource,
 } from '../build/status.ts';
 import { isNotFound, type Writer } from '../kube/apply.ts';
+import type { ValueProblem } from '../kube/cluster-values.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import { type KubeAction, type Plan, plan, planInvalid, specProblems } from '../rollout/bluegreen.ts';
 import { ANN_SCALE_DOWN_AT, FINALIZER } from '../rollout/labels.ts';
@@ -76,6 +77,8 @@ export interface Result {
 export class Reconciler {
   private readonly o: ReconcilerOptions;
   private readonly core: CoreV1Api;
+  /** Per App key, the ignored values already reported (see reportValueProblems). */
+  private readonly reported = new Map<string, Set<string>>();
 
   constructor(options: ReconcilerOptions) {
     this.o = options;
@@ -91,6 +94,7 @@ export class Reconciler {
     const cached = this.o.caches.apps.get(namespace, name);
     if (!cached) {
       this.o.sources.forget(key);
+      this.reported.delete(key);
       return {};
     }
     const now = this.o.now?.() ?? new Date();
@@ -121,8 +125,8 @@ export class Reconciler {
       return {};
     }
     const observed = await this.observe(app);
-    const { intents, errors } = readIntents(cached.metadata.annotations);
-    for (const error of errors) log.warn({ error }, 'ignoring an unreadable intent');
+    const { intents, problems: intentProblems } = readIntents(cached.metadata.annotations, `App ${name}`);
+    await this.reportValueProblems(cached, observed, intentProblems, log);
 
     await this.ensureFinalizer(cached, app, observed);
     let build: BuildPlan | undefined;
@@ -168,6 +172,40 @@ export class Reconciler {
     }
     await this.finish(cached, result, log);
     return result.requeueAfterMs !== undefined ? { requeueAfterMs: result.requeueAfterMs } : {};
+  }
+
+  /**
+   * One Warning Event for each label or annotation value Teal ignores, on the
+   * App's own annotations and the objects Teal reads for it: a value that stays
+   * bad is reported once, not at every reconcile, and again if it comes back
+   * after it was repaired.
+   */
+  private async reportValueProblems(
+    cached: CachedApp,
+    observed: Observed,
+    appProblems: readonly ValueProblem[],
+    log: Logger,
+  ): Promise<void> {
+    const { namespace, name, uid } = cached.metadata;
+    const key = `${namespace}/${name}`;
+    const { caches } = this.o;
+    const jobs = caches.jobs.byIndex(APPS_INDEX, key).map((j) => j.value);
+    const pods = jobs.flatMap((j) =>
+      caches.buildPods.byIndex(JOBS_INDEX, `${namespace}/${j.name}`).map((p) => p.value),
+    );
+    const objects = [...observed.replicaSets, observed.activeService, observed.previewService, ...jobs, ...pods];
+    const readRefresh = readRefreshRequest(cached.metadata.annotations, `App ${name}`);
+    const problems = [...appProblems, ...readRefresh.problems, ...objects.flatMap((o) => o?.problems ?? [])];
+    const current = new Map(problems.map((p) => [`${p.reason}: ${p.message}`, p]));
+    const before = this.reported.get(key);
+    const fresh = [...current].filter(([id]) => !before?.has(id));
+    if (fresh.length > 0) this.guard();
+    if (current.size > 0) this.reported.set(key, new Set(current.keys()));
+    else this.reported.delete(key);
+    for (const [, { reason, message }] of fresh) {
+      log.warn({ reason, problem: message }, 'ignoring a value read from the cluster');
+      await this.o.recorder.record({ namespace, name, ...(uid ? { uid } : {}) }, 'Warning', reason, message);
+    }
   }
 
   private async planBuilds(app: App, key: string): Promise<BuildPlan> {

@@ -1,5 +1,19 @@
 // What the planner sees of the cluster: ReplicaSets and Services trimmed to
-// the fields Teal reads, so thousands of them stay cheap in the cache.
+// the fields Teal reads, so thousands of them stay cheap in the cache. Each
+// label and annotation read is checked against the shape Teal writes; a bad
+// one is treated as absent and listed in `problems`.
+import {
+  commitSha,
+  imageReference,
+  objectName,
+  positiveInteger,
+  rfc3339Time,
+  selectorJson,
+  shortHash,
+  shown,
+  type ValueProblem,
+  ValueReader,
+} from '../kube/cluster-values.ts';
 import {
   ANN_APPLIED,
   ANN_COMMIT,
@@ -9,6 +23,7 @@ import {
   ANN_SCALE_DOWN_AT,
   LABEL_APP,
   LABEL_HASH,
+  NO_REVISION,
 } from './labels.ts';
 
 export interface ObjectRef {
@@ -25,7 +40,9 @@ export interface ObservedReplicaSet extends ObjectRef {
   commit?: string;
   ownerUid?: string;
   createdAt: string;
+  /** A valid RFC 3339 time, as written; scaleDownAtMs is the same time in epoch milliseconds. */
   scaleDownAt?: string;
+  scaleDownAtMs?: number;
   generation: number;
   specReplicas: number;
   observedGeneration: number;
@@ -33,6 +50,8 @@ export interface ObservedReplicaSet extends ObjectRef {
   readyReplicas: number;
   availableReplicas: number;
   deleting: boolean;
+  /** Labels and annotations that were ignored, and why. */
+  problems?: ValueProblem[];
 }
 
 export interface ObservedService extends ObjectRef {
@@ -42,6 +61,8 @@ export interface ObservedService extends ObjectRef {
   /** Set when Teal adopted a Service it did not create. */
   originalSelector?: string;
   appliedHash?: string;
+  /** Labels, annotations and selector values that were ignored, and why. */
+  problems?: ValueProblem[];
 }
 
 export interface Observed {
@@ -50,7 +71,7 @@ export interface Observed {
   previewService?: ObservedService;
 }
 
-type Raw = {
+type Raw<Spec> = {
   metadata?: {
     name?: string;
     namespace?: string;
@@ -62,7 +83,7 @@ type Raw = {
     annotations?: Record<string, string>;
     ownerReferences?: { uid: string; controller?: boolean; kind: string }[];
   };
-  spec?: { replicas?: number; selector?: Record<string, string> };
+  spec?: Spec;
   status?: {
     observedGeneration?: number;
     replicas?: number;
@@ -72,17 +93,27 @@ type Raw = {
 };
 
 const time = (t: string | Date | undefined): string => (t instanceof Date ? t.toISOString() : (t ?? ''));
-const controllerUid = (raw: Raw): string | undefined =>
+type RawReplicaSet = Raw<{ replicas?: number; selector?: { matchLabels?: Record<string, string> } }>;
+type RawService = Raw<{ selector?: Record<string, string> }>;
+
+const controllerUid = (raw: Raw<unknown>): string | undefined =>
   raw.metadata?.ownerReferences?.find((o) => o.controller && o.kind === 'App')?.uid;
 
 export function observeReplicaSet(raw: unknown): ObservedReplicaSet | undefined {
-  const rs = raw as Raw;
+  const rs = raw as RawReplicaSet;
   const m = rs.metadata;
-  const app = m?.labels?.[LABEL_APP];
-  const hash = m?.labels?.[LABEL_HASH];
-  if (!m?.name || !m.namespace || !app || !hash) return undefined;
-  const commit = m.annotations?.[ANN_COMMIT];
-  const scaleDownAt = m.annotations?.[ANN_SCALE_DOWN_AT];
+  if (!m?.name || !m.namespace) return undefined;
+  const read = new ValueReader(`ReplicaSet ${m.name}`);
+  // A ReplicaSet's selector cannot change after creation: it holds the App and hash Teal gave it.
+  const selector = rs.spec?.selector?.matchLabels;
+  const app = read.fixedLabel(m.labels, selector, 'selector', LABEL_APP, objectName);
+  const hash = read.fixedLabel(m.labels, selector, 'selector', LABEL_HASH, shortHash);
+  if (!app || !hash) return undefined;
+  const annotations = m.annotations;
+  const commit = read.annotation(annotations, ANN_COMMIT, commitSha);
+  const scaleDownAtMs = read.annotation(annotations, ANN_SCALE_DOWN_AT, rfc3339Time);
+  const revision = read.annotation(annotations, ANN_REVISION, positiveInteger) ?? 0;
+  const image = read.annotation(annotations, ANN_IMAGE, imageReference) ?? '';
   const ownerUid = controllerUid(rs);
   return {
     namespace: m.namespace,
@@ -90,12 +121,12 @@ export function observeReplicaSet(raw: unknown): ObservedReplicaSet | undefined 
     resourceVersion: m.resourceVersion ?? '',
     app,
     hash,
-    revision: Number(m.annotations?.[ANN_REVISION] ?? 0) || 0,
-    image: m.annotations?.[ANN_IMAGE] ?? '',
+    revision,
+    image,
     ...(commit ? { commit } : {}),
     ...(ownerUid ? { ownerUid } : {}),
     createdAt: time(m.creationTimestamp),
-    ...(scaleDownAt ? { scaleDownAt } : {}),
+    ...(scaleDownAtMs !== undefined ? { scaleDownAt: annotations?.[ANN_SCALE_DOWN_AT] ?? '', scaleDownAtMs } : {}),
     generation: m.generation ?? 0,
     specReplicas: rs.spec?.replicas ?? 0,
     observedGeneration: rs.status?.observedGeneration ?? 0,
@@ -103,26 +134,35 @@ export function observeReplicaSet(raw: unknown): ObservedReplicaSet | undefined 
     readyReplicas: rs.status?.readyReplicas ?? 0,
     availableReplicas: rs.status?.availableReplicas ?? 0,
     deleting: m.deletionTimestamp !== undefined && m.deletionTimestamp !== null,
+    ...read.found(),
   };
 }
 
 export function observeService(raw: unknown): ObservedService | undefined {
-  const svc = raw as Raw;
+  const svc = raw as RawService;
   const m = svc.metadata;
   if (!m?.name || !m.namespace) return undefined;
-  const app = m.labels?.[LABEL_APP];
-  const originalSelector = m.annotations?.[ANN_ORIGINAL_SELECTOR];
-  const appliedHash = m.annotations?.[ANN_APPLIED];
+  const read = new ValueReader(`Service ${m.name}`);
+  const app = read.label(m.labels, LABEL_APP, objectName);
+  const originalSelector = read.annotation(m.annotations, ANN_ORIGINAL_SELECTOR, selectorJson);
+  const appliedHash = read.annotation(m.annotations, ANN_APPLIED, shortHash);
+  const selector = { ...(svc.spec?.selector ?? {}) };
+  const selected = selector[LABEL_HASH];
+  if (selected !== undefined && selected !== NO_REVISION && shortHash.parse(selected) === undefined) {
+    read.report('InvalidSelector', `selector ${LABEL_HASH}=${shown(selected)}`, `is not ${shortHash.expected}`);
+    delete selector[LABEL_HASH];
+  }
   const ownerUid = controllerUid(svc);
   return {
     namespace: m.namespace,
     name: m.name,
     resourceVersion: m.resourceVersion ?? '',
     ...(app ? { app } : {}),
-    selector: { ...(svc.spec?.selector ?? {}) },
+    selector,
     ...(ownerUid ? { ownerUid } : {}),
     ...(originalSelector !== undefined ? { originalSelector } : {}),
     ...(appliedHash ? { appliedHash } : {}),
+    ...read.found(),
   };
 }
 
