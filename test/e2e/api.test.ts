@@ -1,8 +1,8 @@
 // The HTTP API against the real control plane: real TokenReviews and
 // SubjectAccessReviews for ServiceAccount tokens from the TokenRequest API,
 // RBAC Roles granting the action verbs, and intents written on real Apps. The
-// operator does not run: Apps get their status written directly, so the 409
-// rules see the state they are about.
+// operator does not run: Apps get their status written directly, and
+// ReplicaSets are made by hand, so the 409 rules see the state they are about.
 import { Writable } from 'node:stream';
 import Fastify from 'fastify';
 import { pino } from 'pino';
@@ -11,18 +11,21 @@ import { type ApiOptions, apiPlugin } from '../../src/api/actions.ts';
 import { REDACT_PATHS } from '../../src/api/auth.ts';
 import { type Action, IntentSchema, intentAnnotation } from '../../src/app/intents.ts';
 import { type AppInput, type AppStatus, GROUP, PLURAL, VERSION } from '../../src/app/schema.ts';
-import type { CachedApp } from '../../src/controller/cache.ts';
-import { makeCaches } from '../../src/controller/cache.ts';
+import type { Cached, CachedApp } from '../../src/controller/cache.ts';
+import { APPS_INDEX, makeCaches } from '../../src/controller/cache.ts';
 import type { SharedInformer } from '../../src/kube/multi-namespace-informer.ts';
+import { ANN_REVISION, LABEL_APP, LABEL_HASH } from '../../src/rollout/labels.ts';
+import type { ObservedReplicaSet } from '../../src/rollout/observed.ts';
 import { createApp, getApp } from '../support/apps.ts';
 import { clients, createNamespace, kubeConfig, kubectl, waitFor } from '../support/kube.ts';
 
-const { core, rbac, authz, custom } = clients();
+const { core, rbac, authz, custom, apps } = clients();
 
 let ns: string;
 let other: string;
 const removers: (() => Promise<void>)[] = [];
 let informer: SharedInformer<CachedApp>;
+let replicaSets: SharedInformer<Cached<ObservedReplicaSet>>;
 let stopApi: (() => Promise<void>) | undefined;
 let base: string;
 const logLines: string[] = [];
@@ -78,6 +81,29 @@ async function appWithStatus(namespace: string, name: string, status: AppStatus)
   });
   await waitFor(`${namespace}/${name} status in the cache`, async () =>
     informer.get(namespace, name)?.status !== undefined ? true : undefined,
+  );
+}
+
+/** A scaled-down ReplicaSet of an App's revision, as the operator labels it; waits for the cache to see it. */
+async function replicaSet(namespace: string, app: string, revision: number): Promise<void> {
+  // A pod template hash as Teal writes them: 10 hex digits.
+  const hash = String(revision).padStart(10, '0');
+  const labels = { [LABEL_APP]: app, [LABEL_HASH]: hash };
+  await apps.createNamespacedReplicaSet({
+    namespace,
+    body: {
+      metadata: { name: `${app}-${hash}`, labels, annotations: { [ANN_REVISION]: String(revision) } },
+      spec: {
+        replicas: 0,
+        selector: { matchLabels: labels },
+        template: { metadata: { labels }, spec: { containers: [{ name: 'app', image: `web:${revision}` }] } },
+      },
+    },
+  });
+  await waitFor(`${namespace}/${app} revision ${revision} in the cache`, async () =>
+    replicaSets.byIndex(APPS_INDEX, `${namespace}/${app}`).some((rs) => rs.value.revision === revision)
+      ? true
+      : undefined,
   );
 }
 
@@ -172,7 +198,8 @@ async function startApi(extra: Partial<ApiOptions> = {}): Promise<{ close: () =>
   await app.register(apiPlugin, {
     kubeConfig: kubeConfig(),
     apps: () => informer,
-    isReady: () => informer.hasSynced(),
+    replicaSets: () => replicaSets,
+    isReady: () => informer.hasSynced() && replicaSets.hasSynced(),
     logger: log,
     ...extra,
   });
@@ -189,9 +216,10 @@ beforeAll(async () => {
     if (prefix === 'api') ns = created.name;
     else other = created.name;
   }
-  informer = makeCaches(kubeConfig(), [], pino({ level: 'silent' })).apps;
+  ({ apps: informer, replicaSets } = makeCaches(kubeConfig(), [], pino({ level: 'silent' })));
   informer.start();
-  await informer.waitForSync();
+  replicaSets.start();
+  await Promise.all([informer.waitForSync(), replicaSets.waitForSync()]);
   ({ close: stopApi, base } = await startApi());
 
   await Promise.all([
@@ -201,6 +229,14 @@ beforeAll(async () => {
     appWithStatus(ns, 'abortme', IN_PREVIEW),
     appWithStatus(other, 'web', IN_PREVIEW),
   ]);
+  // stale keeps no ReplicaSet of revision 1; calm and abortme do.
+  for (const [app, revision] of [
+    ['calm', 1],
+    ['abortme', 1],
+    ['abortme', 2],
+  ] as const) {
+    await replicaSet(ns, app, revision);
+  }
   const [promoter, releaser, viewer, nobody, outsider] = await Promise.all([
     serviceAccount(ns, 'promoter', ['promote']),
     serviceAccount(ns, 'releaser', ['abort', 'retry', 'undo', 'pause', 'resume']),
@@ -214,6 +250,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stopApi?.();
   informer?.stop();
+  replicaSets?.stop();
   await Promise.all(removers.map((remove) => remove()));
 });
 
@@ -293,10 +330,29 @@ describe('actions', () => {
     expect(retry).toMatchObject({ status: 409, body: { error: 'Conflict' } });
     const undo = await act(ns, 'calm', 'undo', tokens.releaser, { toRevision: 7 });
     expect(undo).toMatchObject({ status: 409, body: { error: 'Conflict' } });
-    expect(undo.body.message).toContain('revision 7');
+    expect(undo.body.message).toContain('revision 7 has no ReplicaSet left');
     for (const action of ['promote', 'retry', 'undo'] as const) {
       expect(await annotation(ns, 'calm', action)).toBeUndefined();
     }
+  });
+
+  it('refuses as the operator would: an abort with nothing in progress, an undo to a revision without a ReplicaSet', async () => {
+    // The rules of actionVerdict, as the operator applies them: abort needs a revision on its way to active.
+    const abort = await act(ns, 'calm', 'abort', tokens.releaser);
+    expect(abort).toMatchObject({ status: 409, body: { error: 'Conflict' } });
+    expect(abort.body.message).toBe(`App ${ns}/calm: nothing is in progress to abort`);
+    // Revision 1 of stale is in its history, but its ReplicaSet is gone: the operator would refuse it.
+    const undo = await act(ns, 'stale', 'undo', tokens.releaser, { toRevision: 1 });
+    expect(undo).toMatchObject({ status: 409, body: { error: 'Conflict' } });
+    expect(undo.body.message).toContain('revision 1 has no ReplicaSet left');
+    expect(await annotation(ns, 'calm', 'abort')).toBeUndefined();
+    expect(await annotation(ns, 'stale', 'undo')).toBeUndefined();
+  });
+
+  it('takes an undo with a revision in preview: back to the stable revision', async () => {
+    const undo = await act(ns, 'abortme', 'undo', tokens.releaser, {});
+    expect(undo).toMatchObject({ status: 202, body: { accepted: true, action: 'undo' } });
+    expect(await annotation(ns, 'abortme', 'undo')).toMatchObject({ id: undo.body.id, via: 'api' });
   });
 
   it('aborts and undoes with their own verbs, and not with promote alone', async () => {
