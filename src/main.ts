@@ -33,6 +33,8 @@ const ConfigSchema = z.strictObject({
   leaseDurationMs: z.int().min(1000, 'must be at least 1s'),
   renewDeadlineMs: z.int().min(500, 'must be at least 0.5s'),
   retryPeriodMs: z.int().min(100, 'must be at least 0.1s'),
+  requestTimeoutMs: z.int().min(100, 'must be at least 0.1s'),
+  gracefulShutdownTimeoutMs: z.int().min(100, 'must be at least 0.1s'),
   concurrency: z.int().min(1).max(64),
   httpAddr: z.string().regex(/^[^:]+:\d+$/, 'must be host:port'),
   logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error']),
@@ -67,6 +69,9 @@ const USAGE = `teal: the Teal operator
   --leader-election-namespace NS    namespace of the Lease (default: $POD_NAMESPACE or default)
   --leader-election-id NAME         name of the Lease (default: teal-controller)
   --lease-duration 15s --renew-deadline 10s --retry-period 2s
+  --request-timeout SECONDS         each API request but a watch is aborted after this long; shorter than
+                                    --renew-deadline (default: half of it)
+  --graceful-shutdown-timeout 20s   after SIGTERM, exit even if reconciles have not finished by then
   --concurrency N                   concurrent reconciles (default: 4)
   --http-addr HOST:PORT             the HTTP server: /api/v1, /webhooks, /healthz, /readyz, /metrics (default: 127.0.0.1:8081)
   --webhook-secret-file PATH        a global webhook secret, besides each App's webhookSecretRef
@@ -99,6 +104,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
       'lease-duration': { type: 'string' },
       'renew-deadline': { type: 'string' },
       'retry-period': { type: 'string' },
+      'request-timeout': { type: 'string' },
+      'graceful-shutdown-timeout': { type: 'string' },
       concurrency: { type: 'string', default: '4' },
       'http-addr': { type: 'string', default: '127.0.0.1:8081' },
       'log-level': { type: 'string', default: env.LOG_LEVEL ?? 'info' },
@@ -117,6 +124,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     console.log(USAGE);
     process.exit(0);
   }
+  const renewDeadlineMs = seconds(values['renew-deadline'], 10_000);
   const result = ConfigSchema.safeParse({
     kubeconfig: values.kubeconfig,
     namespaces: [
@@ -131,8 +139,10 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     leaderElectionNamespace: values['leader-election-namespace'] ?? env.POD_NAMESPACE ?? 'default',
     leaderElectionId: values['leader-election-id'],
     leaseDurationMs: seconds(values['lease-duration'], 15_000),
-    renewDeadlineMs: seconds(values['renew-deadline'], 10_000),
+    renewDeadlineMs,
     retryPeriodMs: seconds(values['retry-period'], 2_000),
+    requestTimeoutMs: seconds(values['request-timeout'], Math.round(renewDeadlineMs / 2)),
+    gracefulShutdownTimeoutMs: seconds(values['graceful-shutdown-timeout'], 20_000),
     concurrency: Number(values.concurrency),
     httpAddr: values['http-addr'],
     logLevel: values['log-level'],
@@ -151,7 +161,22 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   if ((result.data.tlsCertFile === undefined) !== (result.data.tlsKeyFile === undefined)) {
     throw new Error('--tls-cert-file and --tls-key-file go together');
   }
+  const timing = timingProblem(result.data);
+  if (timing) throw new Error(timing);
   return result.data;
+}
+
+/**
+ * How the lease and request timings must relate. A leader stops at the renew
+ * deadline, before a standby may see the lease expire; a request must end
+ * before that deadline too, or a write sent in one term could land in the next.
+ */
+function timingProblem(c: Config): string | undefined {
+  if (c.renewDeadlineMs >= c.leaseDurationMs) return '--renew-deadline: must be shorter than --lease-duration';
+  if (c.requestTimeoutMs >= c.renewDeadlineMs) {
+    return `--request-timeout: must be shorter than --renew-deadline (${c.renewDeadlineMs / 1000}s)`;
+  }
+  return undefined;
 }
 
 async function main(): Promise<void> {
@@ -168,7 +193,9 @@ async function main(): Promise<void> {
     base: { component: 'teal' },
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
   });
-  const kubeConfig = loadKubeConfig(config.kubeconfig);
+  // Aborted when this replica must not write any more: every API request in flight ends with it.
+  const fence = new AbortController();
+  const kubeConfig = loadKubeConfig(config.kubeconfig, { timeoutMs: config.requestTimeoutMs, fence: fence.signal });
   const identity = defaultIdentity();
   let shuttingDown = false;
   let elector: LeaderElector | undefined;
@@ -241,19 +268,34 @@ async function main(): Promise<void> {
   const [host, port] = config.httpAddr.split(':');
   await server.listen({ host, port: Number(port) });
 
-  const stop = async (code: number) => {
+  /**
+   * No draining, as controller-runtime on a lost lease: what is in flight is
+   * aborted, so a request held up in the network cannot land once another
+   * replica leads, and the process exits before anything else runs.
+   */
+  const exitNow = (why: string): never => {
+    fence.abort(new Error(why));
+    log.error({ identity }, `${why}: aborted the API requests in flight, exiting without draining`);
+    process.exit(1);
+  };
+  // Set once the lease is being handed over on purpose, so that is not taken for losing it.
+  let releasing = false;
+  const stop = async () => {
     if (shuttingDown) return;
     shuttingDown = true;
+    const grace = config.gracefulShutdownTimeoutMs;
+    setTimeout(() => exitNow(`still stopping after ${grace / 1000}s (--graceful-shutdown-timeout)`), grace);
     log.info('stopping: readiness off, draining reconciles, releasing the lease');
     await apps.stopWorkers();
+    releasing = true;
     await elector?.stop({ release: true });
     apps.stopCaches();
     sources.stop();
     await server.close();
-    process.exit(code);
+    process.exit(0);
   };
-  process.once('SIGTERM', () => void stop(0));
-  process.once('SIGINT', () => void stop(0));
+  process.once('SIGTERM', () => void stop());
+  process.once('SIGINT', () => void stop());
 
   log.info({ identity, namespaces: config.namespaces.length > 0 ? config.namespaces : '(all)' }, 'starting caches');
   await apps.startCaches();
@@ -279,10 +321,8 @@ async function main(): Promise<void> {
       apps.startWorkers();
     },
     onStoppedLeading: () => {
-      if (shuttingDown) return;
-      // As controller-runtime does: a replica that lost the lease exits and starts afresh.
-      log.error({ identity }, 'lost the lease: stopping');
-      void stop(1);
+      // Also while draining after SIGTERM: the writes of a drain must not outlive the lease either.
+      if (!releasing) exitNow('lost the lease');
     },
   });
   await elector.start();

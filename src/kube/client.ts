@@ -4,17 +4,75 @@ import { join } from 'node:path';
 import { KubeConfig, type RequestContext } from '@kubernetes/client-node';
 import type { Dispatcher } from 'undici';
 
+/** Limits on every request a KubeConfig makes, watches aside. */
+export interface RequestBounds {
+  /** Each request, its response body included, is aborted after this long. */
+  timeoutMs?: number;
+  /** Aborts every request in flight and every later one: the fence of a replica that lost its lease. */
+  fence?: AbortSignal;
+}
+
+export class RequestTimeoutError extends Error {
+  override readonly name = 'RequestTimeoutError';
+  readonly timeoutMs: number;
+  constructor(timeoutMs: number) {
+    super(`API request timed out after ${timeoutMs} ms`);
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/**
+ * Watches (and followed logs) are meant to stay open: their liveness is the
+ * informer's watchdog, not a request timeout.
+ */
+export function isLongRunning(url: string): boolean {
+  const query = new URL(url).searchParams;
+  return query.get('watch') === 'true' || query.get('follow') === 'true';
+}
+
+/**
+ * The signal one request runs under: its own signal if it has one, the fence,
+ * and a timer started now. Undefined when nothing bounds it.
+ */
+export function requestSignal(bounds: RequestBounds, own?: AbortSignal): AbortSignal | undefined {
+  const signals: AbortSignal[] = [];
+  if (own) signals.push(own);
+  if (bounds.fence) signals.push(bounds.fence);
+  if (bounds.timeoutMs !== undefined) signals.push(timeoutSignal(bounds.timeoutMs));
+  return signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+}
+
+/** AbortSignal.timeout, with a reason that says how long it waited. */
+function timeoutSignal(ms: number): AbortSignal {
+  const controller = new AbortController();
+  // Nothing tells when the request ends, so the timer just runs out; unref'd, it keeps no process alive.
+  setTimeout(() => controller.abort(new RequestTimeoutError(ms)), ms).unref();
+  return controller.signal;
+}
+
 /**
  * client-node 2.0 builds a new undici Agent, with its own TLS context and
  * keep-alive socket, for every request. Under a controller's request rate
  * that costs hundreds of MB; one shared Agent per process does the same job.
  * Auth headers (tokens, exec plugins) are still applied per request.
+ *
+ * Every request also gets its bounds here, the one step they all pass
+ * through, so no call site can forget them. (Middleware that sets its own
+ * signal, as the leader elector's, runs later and replaces this one.)
  */
 class PooledKubeConfig extends KubeConfig {
   private shared: Dispatcher | undefined;
+  private readonly bounds: RequestBounds;
+
+  constructor(bounds: RequestBounds) {
+    super();
+    this.bounds = bounds;
+  }
 
   override async applySecurityAuthentication(context: RequestContext): Promise<void> {
     await super.applySecurityAuthentication(context);
+    const signal = isLongRunning(context.getUrl()) ? undefined : requestSignal(this.bounds, context.getSignal());
+    if (signal) context.setSignal(signal);
     const fresh = context.getDispatcher() as Dispatcher | undefined;
     if (!fresh) return;
     if (!this.shared) {
@@ -49,9 +107,10 @@ function inlineFiles(kc: KubeConfig): void {
  * Loads a kubeconfig: an explicit path, else $KUBECONFIG or ~/.kube/config,
  * else the in-cluster ServiceAccount. client-node silently falls back to
  * http://localhost:8080 when it finds nothing; that is refused here.
+ * Every request but a watch is held to bounds.
  */
-export function loadKubeConfig(path?: string): KubeConfig {
-  const kc = new PooledKubeConfig();
+export function loadKubeConfig(path?: string, bounds: RequestBounds = {}): KubeConfig {
+  const kc = new PooledKubeConfig(bounds);
   if (path) {
     kc.loadFromFile(path);
     inlineFiles(kc);

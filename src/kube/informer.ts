@@ -537,7 +537,14 @@ export class Informer<T extends KubeObjectLike> {
     const dispatcher = ctx.getDispatcher();
     this.counters.lists++;
     // The dispatcher belongs to the KubeConfig (one shared agent, see kube/client.ts): never close it here.
-    const res = await fetch(url, { method: 'GET', headers: ctx.getHeaders(), dispatcher, signal });
+    // The KubeConfig may bound each request (see kube/client.ts): a list is held to it as well.
+    const bounded = ctx.getSignal();
+    const res = await fetch(url, {
+      method: 'GET',
+      headers: ctx.getHeaders(),
+      dispatcher,
+      signal: bounded ? AbortSignal.any([signal, bounded]) : signal,
+    });
     if (res.status !== 200) {
       const text = await res.text().catch(() => '');
       let message = text || res.statusText;

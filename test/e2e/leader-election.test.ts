@@ -1,11 +1,11 @@
 // Lease-based leader election against the real API server, with short timings:
 // one leader at a time, fast hand-over on release, expiry when a leader dies,
 // and stepping down when the lease is stolen or the API server is unreachable.
-import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
 import * as k8s from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LeaderElector, type LeaderElectorOptions } from '../../src/kube/leader-election.ts';
 import { createNamespace, kubeConfig, waitFor } from '../support/kube.ts';
+import { apiServerAddress, startTcpProxy } from '../support/tcp-proxy.ts';
 
 const TIMINGS = { leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 500 };
 
@@ -244,9 +244,9 @@ describe('Lease leader election', () => {
 
   it('stops leading at the renew deadline when the API server becomes unreachable', async () => {
     const lease = newLease();
-    const proxy = await tcpProxy(new URL(kc.getCurrentCluster()?.server ?? ''));
+    const proxy = await startTcpProxy(apiServerAddress(kc.getCurrentCluster()?.server ?? ''));
     try {
-      const leader = candidate(lease, 'partitioned', { kubeConfig: viaServer(kc, proxy.url) });
+      const leader = candidate(lease, 'partitioned', { kubeConfig: viaServer(kc, `https://127.0.0.1:${proxy.port}`) });
       await leader.elector.start();
       await waitFor('it to lead', async () => (leader.elector.isLeader() ? true : undefined), { intervalMs: 20 });
       // Let a renewal or two succeed first.
@@ -254,7 +254,8 @@ describe('Lease leader election', () => {
       expect(leader.elector.isLeader()).toBe(true);
 
       const cutAt = performance.now();
-      proxy.blackhole();
+      // Packets lost, not refused: its requests hang until they time out.
+      proxy.hold();
       await waitFor('it to step down', async () => (leader.stoppedAt.length > 0 ? true : undefined), {
         timeoutMs: 5_000,
         intervalMs: 10,
@@ -332,39 +333,4 @@ function viaServer(kc: k8s.KubeConfig, server: string): k8s.KubeConfig {
     currentContext: kc.currentContext,
   });
   return copy;
-}
-
-/** A TCP proxy to the API server that can be made to swallow all traffic, like a network partition. */
-async function tcpProxy(target: URL): Promise<{ url: string; blackhole: () => void; close: () => Promise<void> }> {
-  let cut = false;
-  const sockets = new Set<Socket>();
-  const track = (s: Socket) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-    s.on('error', () => {});
-  };
-  const server: Server = createServer((client) => {
-    track(client);
-    // Once cut, accept connections but never answer: requests hang until they time out.
-    if (cut) return;
-    const upstream = tcpConnect(Number(target.port), target.hostname);
-    track(upstream);
-    client.pipe(upstream).pipe(client);
-    client.on('close', () => upstream.destroy());
-    upstream.on('close', () => client.destroy());
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  if (address === null || typeof address === 'string') throw new Error('proxy has no port');
-  return {
-    url: `https://127.0.0.1:${address.port}`,
-    blackhole: () => {
-      cut = true;
-      for (const s of sockets) s.destroy();
-    },
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
 }
