@@ -93,18 +93,18 @@ export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
   try {
     await run(
       join(binDir, 'kwokctl'),
-      ['create', 'cluster', '--name', name, '--config', config, '--kubeconfig', kubeconfig, '--wait', '120s'],
+      ['create', 'cluster', '--name', name, '--config', config, '--kubeconfig', kubeconfig, '--wait', '300s'],
       { env },
     );
     await kubectlApply(cluster, nodeManifest(NODE_NAME));
-    await run(join(binDir, 'kubectl'), ['wait', '--for=condition=Ready', `node/${NODE_NAME}`, '--timeout=60s'], {
+    await run(join(binDir, 'kubectl'), ['wait', '--for=condition=Ready', `node/${NODE_NAME}`, '--timeout=300s'], {
       env,
     });
     // The default ServiceAccount of a namespace comes from the controller-manager;
     // waiting for it here means tests never race it.
     await run(
       join(binDir, 'kubectl'),
-      ['wait', '--for=create', 'serviceaccount/default', '-n', 'default', '--timeout=60s'],
+      ['wait', '--for=create', 'serviceaccount/default', '-n', 'default', '--timeout=300s'],
       {
         env,
       },

@@ -33,7 +33,7 @@ export async function setup(project: TestProject): Promise<void> {
   await kubectlApply(cluster, readFileSync(CRD, 'utf8'));
   await promisify(execFile)(
     join(cluster.binDir, 'kubectl'),
-    ['wait', '--for=condition=Established', 'crd/apps.teal.dev', '--timeout=30s'],
+    ['wait', '--for=condition=Established', 'crd/apps.teal.dev', '--timeout=300s'],
     { env: cluster.env },
   );
   project.provide('kubeconfig', cluster.kubeconfig);
