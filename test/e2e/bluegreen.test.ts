@@ -73,7 +73,10 @@ describe('blue/green on a real control plane', () => {
       const eps = await readyEndpoints(ns, 'first');
       return eps.length === 2 && JSON.stringify(eps) === JSON.stringify(pods) ? eps : undefined;
     });
-    expect(await selectorHash(ns, 'first-preview')).toBe('none');
+    // With nothing in preview, the preview Service selects the active revision (DESIGN §2).
+    await waitFor('the preview Service to select the active revision', async () =>
+      (await selectorHash(ns, 'first-preview')) === h1 ? true : undefined,
+    );
   });
 
   it('previews a new image, pauses, and switches on promote only once the preview is fully available', async () => {
