@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { signSha256 } from '../../src/api/webhook-providers.ts';
-import { SECRET_TTL_MS } from '../../src/api/webhook-secret-cache.ts';
+import { SECRET_ERROR_TTL_MS, SECRET_TTL_MS } from '../../src/api/webhook-secret-cache.ts';
 import type { AppInput } from '../../src/app/schema.ts';
 import { type ApiRecorder, startApiRecorder } from '../support/api-recorder.ts';
 import { createRepo } from '../support/git-server.ts';
@@ -24,6 +24,7 @@ let root: string;
 /** Two repositories, so that forgeries for one never touch the other's Secret. */
 let forgedRepo: string;
 let rotatingRepo: string;
+let deniedRepo: string;
 let recorder: ApiRecorder;
 let operator: Operator;
 
@@ -64,9 +65,11 @@ beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'teal-hook-secrets-'));
   forgedRepo = pathToFileURL((await createRepo(join(root, 'forged'))).dir).href;
   rotatingRepo = pathToFileURL((await createRepo(join(root, 'rotating'))).dir).href;
+  deniedRepo = pathToFileURL((await createRepo(join(root, 'denied'))).dir).href;
   for (const [name, token] of [
     ['forged-hook', 'the forged App secret'],
     ['rotating-hook', 'before rotation'],
+    ['denied-hook', 'never read'],
   ] as const) {
     await core.createNamespacedSecret({ namespace: ns, body: { metadata: { name }, data: { token: b64(token) } } });
   }
@@ -74,6 +77,7 @@ beforeAll(async () => {
   for (const [app, url, secret] of [
     ['forged', forgedRepo, 'forged-hook'],
     ['rotating', rotatingRepo, 'rotating-hook'],
+    ['denied', deniedRepo, 'denied-hook'],
   ] as const) {
     await custom.createNamespacedCustomObject({
       group: 'teal.dev',
@@ -87,6 +91,8 @@ beforeAll(async () => {
   const secretFile = join(root, 'global-secret');
   await writeFile(secretFile, `${GLOBAL_SECRET}\n`, { mode: 0o600 });
   recorder = await startApiRecorder(root);
+  // The API server answers the operator's reads of this Secret 403, for real.
+  recorder.forbid('GET', `/api/v1/namespaces/${ns}/secrets/denied-hook`);
   operator = await startOperator({
     namespace: ns,
     kubeconfig: recorder.kubeconfig,
@@ -133,6 +139,25 @@ describe('webhook secrets', () => {
     expect(await res.json()).toEqual({ matched: [`${ns}/rotating`] });
     expect(secretReads('rotating-hook') - before).toBe(1);
     expect((await deliver(rotatingRepo, 'before rotation')).status).toBe(401);
+  });
+
+  it('while the Secret read fails, deliveries get 503 and the read is retried at most every 2 s', async () => {
+    const started = performance.now();
+    const statuses: number[] = [];
+    for (let i = 0; i < 50; i++) statuses.push((await deliver(deniedRepo, `forgery ${i}`)).status);
+    const burst = await Promise.all(Array.from({ length: 50 }, (_, i) => deliver(deniedRepo, `burst ${i}`)));
+    statuses.push(...burst.map((r) => r.status), (await deliver(deniedRepo, 'never read')).status);
+    const elapsed = performance.now() - started;
+
+    // As before the cache: the push cannot be checked now, so "deliver it again later".
+    expect(statuses).toEqual(Array(101).fill(503));
+    const reads = secretReads('denied-hook');
+    const bound = Math.floor(elapsed / SECRET_ERROR_TTL_MS) + 1;
+    console.log(
+      `${reads} refused Secret reads for 101 deliveries in ${(elapsed / 1000).toFixed(1)} s (bound ${bound})`,
+    );
+    expect(reads).toBeGreaterThanOrEqual(1);
+    expect(reads).toBeLessThanOrEqual(bound);
   });
 
   it('--webhook-secret-file ignores the trailing newline of the file', async () => {

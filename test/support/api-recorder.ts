@@ -1,6 +1,7 @@
 // A plain-HTTP proxy on 127.0.0.1 in front of the test control plane: each
 // request is recorded (method and path) and forwarded unchanged, as the test's
-// admin identity, to the real API server, whose answer goes back as is
+// admin identity (or a powerless one, see forbid), to the real API server,
+// whose answer goes back as is
 // (watches stream through). An operator given its kubeconfig talks to the real
 // API server, and a test can count exactly which calls it made, which neither
 // a metric without the resource nor the (disabled) audit log would tell.
@@ -21,8 +22,16 @@ export interface ApiRecorder {
   kubeconfig: string;
   requests: RecordedRequest[];
   count(method: string, path: string): number;
+  /**
+   * From now on, forwards these requests as a user without any permission, so
+   * the real API server answers them 403 Forbidden.
+   */
+  forbid(method: string, path: string): void;
   stop(): Promise<void>;
 }
+
+/** A user no RBAC rule names: the API server forbids it everything. */
+const NOBODY = 'teal-e2e:nobody';
 
 export async function startApiRecorder(dir: string): Promise<ApiRecorder> {
   const kc = kubeConfig();
@@ -37,11 +46,14 @@ export async function startApiRecorder(dir: string): Promise<ApiRecorder> {
     keepAlive: true,
   });
   const requests: RecordedRequest[] = [];
+  const forbidden = new Set<string>();
 
   const forward = (req: IncomingMessage, res: ServerResponse) => {
     const path = req.url ?? '/';
-    requests.push({ method: req.method ?? 'GET', path: path.replace(/\?.*$/, '') });
+    const recorded = { method: req.method ?? 'GET', path: path.replace(/\?.*$/, '') };
+    requests.push(recorded);
     const { host: _host, ...headers } = req.headers;
+    const as = forbidden.has(`${recorded.method} ${recorded.path}`) ? { 'impersonate-user': NOBODY } : {};
     const out = request(
       {
         agent,
@@ -49,7 +61,7 @@ export async function startApiRecorder(dir: string): Promise<ApiRecorder> {
         port: upstream.port,
         method: req.method,
         path,
-        headers: { ...headers, ...tls.headers },
+        headers: { ...headers, ...tls.headers, ...as },
       },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);
@@ -90,6 +102,7 @@ export async function startApiRecorder(dir: string): Promise<ApiRecorder> {
     kubeconfig,
     requests,
     count: (method, path) => requests.filter((r) => r.method === method && r.path === path).length,
+    forbid: (method, path) => forbidden.add(`${method} ${path}`),
     stop: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
