@@ -64,6 +64,11 @@ export interface AppView {
   /** Who paused the App with the pause action, or spec.paused. */
   pausedBy?: string;
   replicas: number;
+  /** The status counts (src/rollout/counts.ts), as `kubectl argo rollouts get` shows them; unset until counted. */
+  current?: number;
+  updated?: number;
+  ready?: number;
+  available?: number;
   build?: BuildView;
   revisions: RevisionView[];
   /** Kinds the user may not list, so left out: replicasets, pods, jobs. */
@@ -205,6 +210,10 @@ export function appView(
         ? { pausedBy: 'spec.paused' }
         : {}),
     replicas: app.spec.replicas ?? 1,
+    ...(status.replicas !== undefined ? { current: status.replicas } : {}),
+    ...(status.updatedReplicas !== undefined ? { updated: status.updatedReplicas } : {}),
+    ...(status.readyReplicas !== undefined ? { ready: status.readyReplicas } : {}),
+    ...(status.availableReplicas !== undefined ? { available: status.availableReplicas } : {}),
     ...(build ? { build } : {}),
     revisions: [...revisions.values()].sort((a, b) => b.revision - a.revision),
     ...(hidden.length > 0 ? { hidden: [...hidden] } : {}),
@@ -241,13 +250,18 @@ export function renderApp(view: AppView, colour: boolean, now = Date.now()): str
   images.forEach((image, i) => {
     lines.push(i === 0 ? field('Images', image) : `${' '.repeat(15)}${image}`);
   });
+  // Current counts every pod, Updated the desired revision's, Ready and Available the active one's.
+  // An operator that did not count yet leaves the active ReplicaSet's own counts.
   const active = view.revisions.find((r) => r.marks.includes('active'))?.replicaSet;
+  const counts: [string, number | undefined][] = [
+    ['Desired', view.replicas],
+    ['Current', view.current],
+    ['Updated', view.updated],
+    ['Ready', view.ready ?? active?.ready],
+    ['Available', view.available ?? active?.available],
+  ];
   lines.push('Replicas:');
-  lines.push(`  ${'Desired:'.padEnd(13)}${view.replicas}`);
-  if (active) {
-    lines.push(`  ${'Ready:'.padEnd(13)}${active.ready}`);
-    lines.push(`  ${'Available:'.padEnd(13)}${active.available}`);
-  }
+  for (const [name, count] of counts) if (count !== undefined) lines.push(`  ${`${name}:`.padEnd(13)}${count}`);
   lines.push('');
 
   const rows: string[][] = [];

@@ -115,7 +115,18 @@ describe('kubectl teal', () => {
     const list = await tealNs('list');
     expect(list.code, list.stderr).toBe(0);
     const [header, ...rows] = list.stdout.trimEnd().split('\n');
-    expect(header?.split(/\s+/)).toEqual(['NAME', 'PHASE', 'ACTIVE', 'PREVIEW', 'COMMIT', 'AGE']);
+    expect(header?.split(/\s+/)).toEqual([
+      'NAME',
+      'PHASE',
+      'ACTIVE',
+      'PREVIEW',
+      'COMMIT',
+      'DESIRED',
+      'CURRENT',
+      'UP-TO-DATE',
+      'AVAILABLE',
+      'AGE',
+    ]);
     expect(
       rows
         .find((r) => r.startsWith('web '))

@@ -1,4 +1,5 @@
-// `kubectl teal list`: the printer columns of `kubectl get apps.teal.dev`.
+// `kubectl teal list`: the printer columns of `kubectl get apps.teal.dev -o wide`
+// but the message.
 import type { Flags } from '../args.ts';
 import { EXIT } from '../errors.ts';
 import { type AppObject, Session, since } from '../kube.ts';
@@ -30,9 +31,22 @@ export async function list(_args: string[], flags: Flags): Promise<number> {
     String(app.status?.active?.revision ?? '-'),
     String(app.status?.preview?.revision ?? '-'),
     app.status?.source?.shortCommit ?? app.status?.active?.commit?.slice(0, 7) ?? '-',
+    ...counts(app),
     age(since(app.metadata.creationTimestamp, now)),
   ]);
-  const header = [...(flags.allNamespaces ? ['NAMESPACE'] : []), 'NAME', 'PHASE', 'ACTIVE', 'PREVIEW', 'COMMIT', 'AGE'];
+  const header = [
+    ...(flags.allNamespaces ? ['NAMESPACE'] : []),
+    'NAME',
+    'PHASE',
+    'ACTIVE',
+    'PREVIEW',
+    'COMMIT',
+    'DESIRED',
+    'CURRENT',
+    'UP-TO-DATE',
+    'AVAILABLE',
+    'AGE',
+  ];
   process.stdout.write(`${table(header, rows)}\n`);
   return EXIT.ok;
 }
@@ -41,4 +55,11 @@ function phaseCell(app: AppObject, colour: boolean): string {
   const phase = app.status?.phase;
   if (!phase) return '-';
   return paint(phase, statusIcon(phase).colour, colour);
+}
+
+/** The counts of a Deployment or an Argo Rollout: desired (spec), then the status counts. */
+function counts(app: AppObject): string[] {
+  const s = app.status;
+  const show = (n: number | undefined) => (n === undefined ? '-' : String(n));
+  return [show(app.spec.replicas), show(s?.replicas), show(s?.updatedReplicas), show(s?.availableReplicas)];
 }
