@@ -234,8 +234,7 @@ function resumeVerdict(view: ActionView): Verdict {
 
 const opt = <T extends z.ZodType>(schema: T) => schema.optional().catch(undefined);
 const RefSchema = z.looseObject({ revision: z.int().min(1), podTemplateHash: z.string().optional() });
-// Lenient: a field that cannot be read counts as absent, and what it decides becomes unknown or refused
-// as if it were absent; the operator checks again.
+// Lenient: a field that cannot be read counts as absent (the CRD's status schema makes that rare).
 const StatusSchema = z.looseObject({
   phase: opt(z.string()),
   observedGeneration: opt(z.int()),
@@ -261,10 +260,7 @@ const ref = (r: { revision: number; podTemplateHash?: string | undefined } | und
  * (a revision paused before its ReplicaSet exists, a first release, a failed
  * build), or a spec changed since the status was written, is unknown.
  */
-export function inFlightFromStatus(
-  status: ActionStatus,
-  generation: number | undefined,
-): RevisionRef | undefined | Unknown {
+function inFlightFromStatus(status: ActionStatus, generation: number | undefined): RevisionRef | undefined | Unknown {
   if (generation !== undefined && status.observedGeneration !== undefined && status.observedGeneration !== generation) {
     return UNKNOWN;
   }
