@@ -214,7 +214,8 @@ function observeRollout(p: Planner): Rollout {
   const { app, input, status } = p;
   const replicas = app.spec.replicas;
   const bg = app.spec.strategy.blueGreen;
-  const byHash = new Map(input.observed.replicaSets.filter((rs) => !rs.deleting).map((rs) => [rs.hash, rs]));
+  const live = input.observed.replicaSets.filter((rs) => !rs.deleting);
+  const byHash = new Map(live.map((rs) => [rs.hash, readable(p, rs)]));
   const r: Rollout = {
     byHash,
     replicas,
@@ -226,6 +227,25 @@ function observeRollout(p: Planner): Rollout {
   r.desired = desiredRevision(p, r);
   r.activeHash = servingHash(p, r);
   return r;
+}
+
+/**
+ * A ReplicaSet whose revision or image annotation could not be read (someone
+ * edited it; it was reported) gets them back from what Teal recorded for its
+ * hash: status would otherwise carry revision 0, which the API server refuses.
+ */
+function readable(p: Planner, rs: ObservedReplicaSet): ObservedReplicaSet {
+  if (rs.revision > 0 && rs.image !== '') return rs;
+  const { status, input } = p;
+  const recorded = [status.preview, status.active, status.stable].find((r) => r?.podTemplateHash === rs.hash);
+  const image =
+    rs.image ||
+    (input.target?.hash === rs.hash ? input.target.image : undefined) ||
+    recorded?.image ||
+    [...(status.history ?? [])].reverse().find((h) => h.podTemplateHash === rs.hash)?.image ||
+    '';
+  const revision = rs.revision > 0 ? rs.revision : revisionNumberFor(rs.hash, input.observed.replicaSets, status);
+  return { ...rs, revision, image };
 }
 
 /**

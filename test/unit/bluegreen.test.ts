@@ -959,3 +959,19 @@ describe('Argo parity', () => {
     expect(w.status.promotion).toBeUndefined();
   });
 });
+
+describe('values read back from the cluster', () => {
+  it('a preview whose revision and image annotations were mangled is promoted under its own number and image', () => {
+    const { w } = released();
+    const h2 = w.image('repo/app:2');
+    w.converge();
+    // What observed.ts leaves of an unreadable teal.dev/revision and teal.dev/image: absent.
+    Object.assign(w.rs(h2), { revision: 0, image: '' });
+    w.reconcile([intent('promote')]);
+    w.settle();
+    w.reconcile();
+    expect(w.activeHash()).toBe(h2);
+    expect(w.status.active).toMatchObject({ revision: 2, image: 'repo/app:2', podTemplateHash: h2 });
+    expect(w.status.history?.at(-1)).toMatchObject({ revision: 2, image: 'repo/app:2' });
+  });
+});
