@@ -155,11 +155,10 @@ export function plan(input: PlanInput): Plan {
   if (problems.length > 0) return planInvalid(app.status, p.generation, problems, input.now);
   condition(p, 'InvalidSpec', 'False', CR.Valid);
   p.status.observedGeneration = p.generation;
-  rollout(p);
-  const desiredHash = p.status.pin?.podTemplateHash ?? input.target?.hash;
+  const { desired } = rollout(p);
   Object.assign(
     p.status,
-    replicaCounts(input.observed.replicaSets, p.status.active?.podTemplateHash, desiredHash, app.metadata.name),
+    replicaCounts(input.observed.replicaSets, p.status.active?.podTemplateHash, desired?.hash, app.metadata.name),
   );
   // A wake-up time is computed from values read back from the cluster: only a real one counts.
   const due = p.wakeAt.filter(Number.isFinite);
@@ -192,7 +191,7 @@ export function planInvalid(status: AppStatus | undefined, generation: number, p
   };
 }
 
-function rollout(p: Planner): void {
+function rollout(p: Planner): Rollout {
   const r = observeRollout(p);
   settleActiveService(p, r);
   endStalePin(p, r);
@@ -205,6 +204,7 @@ function rollout(p: Planner): void {
   scaleDownOthers(p, r);
   reconcileServices(p, progress);
   summarize(p, r, progress);
+  return r;
 }
 
 // ---- the steps ----

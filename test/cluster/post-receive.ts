@@ -3,13 +3,15 @@
 // Reads "<old> <new> <ref>" lines on stdin; never fails the push.
 import { createHmac, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { secretFromFile } from '../../src/api/webhooks.ts';
 
 const [url, secretFile, repository] = process.argv.slice(2);
 if (!url || !secretFile || !repository) {
   console.error('usage: post-receive.ts <webhook-url> <secret-file> <repository-url>');
   process.exit(0);
 }
-const secret = readFileSync(secretFile);
+// As the operator reads --webhook-secret-file: one trailing newline is not part of the secret.
+const secret = secretFromFile(readFileSync(secretFile));
 let input = '';
 for await (const chunk of process.stdin) input += chunk;
 for (const line of input.split('\n').filter(Boolean)) {
