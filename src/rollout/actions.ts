@@ -3,11 +3,12 @@
 // decided by actionVerdict (action-rules.ts), over the planner's view of the
 // App, and a refusal becomes a Normal or Warning event. Nothing here touches
 // the cluster.
-import type { Action, Intent } from '../app/intents.ts';
+import type { Intent } from '../app/intents.ts';
 import type { App, AppStatus } from '../app/schema.ts';
 import { type ActionView, actionVerdict, type Refused, type RevisionRef } from './action-rules.ts';
 import { appendHistory } from './history.ts';
 import type { ObservedReplicaSet } from './observed.ts';
+import { EventReason as ER, refusalReason } from './reasons.ts';
 import type { Revision } from './replicaset.ts';
 
 export interface PlannerEvent {
@@ -29,7 +30,6 @@ export interface ActionContext {
 }
 
 const who = (intent: Intent) => `${intent.by} (${intent.via})`;
-const title = (action: Action) => `${action.charAt(0).toUpperCase()}${action.slice(1)}`;
 
 /** The App as the planner sees it: the Service's selection, the desired revision and every ReplicaSet. */
 export function plannerView(ctx: ActionContext): ActionView {
@@ -55,7 +55,7 @@ export function plannerView(ctx: ActionContext): ActionView {
 function refusal(intent: Intent, verdict: Refused): PlannerEvent {
   return {
     type: verdict.conflict ? 'Warning' : 'Normal',
-    reason: `${title(intent.action)}${verdict.conflict ? 'Rejected' : 'Ignored'}`,
+    reason: refusalReason(intent.action, verdict.conflict),
     message: `${verdict.reason} (by ${who(intent)})`,
   };
 }
@@ -81,7 +81,7 @@ export function applyIntent(ctx: ActionContext, intent: Intent): PlannerEvent {
       };
       return {
         type: 'Normal',
-        reason: 'PromotionRequested',
+        reason: ER.PromotionRequested,
         message: `promotion of revision ${desired.number}${intent.full ? ' (full)' : ''} requested by ${who(intent)}`,
       };
     }
@@ -91,31 +91,31 @@ export function applyIntent(ctx: ActionContext, intent: Intent): PlannerEvent {
       delete status.promotion;
       return {
         type: 'Warning',
-        reason: 'Aborted',
+        reason: ER.Aborted,
         message: `revision ${desired.number} aborted by ${who(intent)}; active stays on revision ${status.active?.revision ?? '-'}`,
       };
     }
     case 'retry': {
       const revision = status.abort?.revision;
       delete status.abort;
-      return { type: 'Normal', reason: 'Retried', message: `revision ${revision} retried by ${who(intent)}` };
+      return { type: 'Normal', reason: ER.Retried, message: `revision ${revision} retried by ${who(intent)}` };
     }
     case 'undo':
       return undo(ctx, intent, verdict.revision, verdict.drops);
     case 'pause': {
       status.pause = actor;
-      return { type: 'Normal', reason: 'Paused', message: `paused by ${who(intent)}` };
+      return { type: 'Normal', reason: ER.Paused, message: `paused by ${who(intent)}` };
     }
     case 'resume': {
       delete status.pause;
       if (verdict.note === 'stays-paused-by-spec') {
         return {
           type: 'Warning',
-          reason: 'Resumed',
+          reason: ER.Resumed,
           message: `resumed by ${who(intent)}, but spec.paused is true: the App stays paused until it is false`,
         };
       }
-      return { type: 'Normal', reason: 'Resumed', message: `resumed by ${who(intent)}` };
+      return { type: 'Normal', reason: ER.Resumed, message: `resumed by ${who(intent)}` };
     }
   }
 }
@@ -131,7 +131,7 @@ function undo(ctx: ActionContext, intent: Intent, target: number | undefined, dr
   const rs = ctx.replicaSets.find((r) => !r.deleting && (back ? r.hash === ctx.activeHash : r.revision === target));
   if (!rs) {
     // The rules checked the ReplicaSet over this same list: not reached.
-    return { type: 'Warning', reason: 'UndoRejected', message: `revision ${target} has no ReplicaSet left` };
+    return { type: 'Warning', reason: ER.UndoRejected, message: `revision ${target} has no ReplicaSet left` };
   }
   const actor = { by: intent.by, via: intent.via, at: intent.at };
   status.pin = {
@@ -156,13 +156,13 @@ function undo(ctx: ActionContext, intent: Intent, target: number | undefined, dr
     });
     return {
       type: 'Normal',
-      reason: 'Undo',
+      reason: ER.Undo,
       message: `undo by ${who(intent)}: revision ${drops} dropped, revision ${rs.revision} stays active`,
     };
   }
   return {
     type: 'Normal',
-    reason: 'Undo',
+    reason: ER.Undo,
     message: `undo to revision ${rs.revision}${intent.preview ? ' as a preview' : ''} by ${who(intent)}`,
   };
 }

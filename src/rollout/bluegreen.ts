@@ -20,6 +20,7 @@ import { ANN_APPLIED, LABEL_APP, LABEL_HASH } from './labels.ts';
 import { isAvailableAt, isFullyAvailable, type Observed, type ObservedReplicaSet } from './observed.ts';
 import {
   autoPromotionDueAt,
+  hasServed,
   isAborted,
   isFastTracked,
   isOwnSwitch,
@@ -488,8 +489,7 @@ function scaleDownOthers(p: Planner, r: Rollout): void {
   const skip = touched(p);
   for (const rs of r.byHash.values()) {
     if (keep.has(rs.hash) || skip.has(rs.name)) continue;
-    const wasActive = status.history?.some((h) => h.podTemplateHash === rs.hash || h.revision === rs.revision);
-    if (wasActive) {
+    if (hasServed(status, rs.hash, rs.revision)) {
       scaleDownLater(
         p,
         rs,

@@ -1,5 +1,5 @@
 // Revision numbers, the release history, and which old ReplicaSets to keep.
-import type { App, HistoryEntry, RevisionStatus } from '../app/schema.ts';
+import type { App, HistoryEntry } from '../app/schema.ts';
 import type { ObservedReplicaSet } from './observed.ts';
 
 /** History kept in status; enough for undo and audit, small enough for 10k Apps. */
@@ -36,22 +36,6 @@ export function revisionNumberFor(
 
 export function appendHistory(history: readonly HistoryEntry[] | undefined, entry: HistoryEntry): HistoryEntry[] {
   return [...(history ?? []), entry].slice(-HISTORY_LIMIT);
-}
-
-/**
- * The revision undo returns to by default: the newest one promoted before
- * the current active one that still has a ReplicaSet.
- */
-export function previousStable(
-  history: readonly HistoryEntry[] | undefined,
-  active: RevisionStatus | undefined,
-  replicaSets: readonly ObservedReplicaSet[],
-): number | undefined {
-  const exists = new Set(replicaSets.filter((rs) => !rs.deleting).map((rs) => rs.revision));
-  for (const entry of [...(history ?? [])].reverse()) {
-    if (entry.revision !== active?.revision && exists.has(entry.revision)) return entry.revision;
-  }
-  return undefined;
 }
 
 /**

@@ -24,10 +24,19 @@ export function isWithinScaleDownDelay(rs: ObservedReplicaSet | undefined, nowMs
   return deadline !== undefined && deadline > nowMs && rs.availableReplicas > 0;
 }
 
+/** The revision served users once: history records it (by hash; by number for entries written before hashes were). */
+export function hasServed(status: AppStatus, hash: string, revision: number | undefined): boolean {
+  return (status.history ?? []).some(
+    (h) => h.podTemplateHash === hash || (h.podTemplateHash === undefined && h.revision === revision),
+  );
+}
+
 /**
  * Goes straight to active, with no preview and no pause: the first release,
- * an undo (unless staged with --preview), a return to the stable revision, or
- * to one still up inside its scale-down delay. Each was known to be good.
+ * an undo to a revision that served before (unless staged with --preview), a
+ * return to the stable revision, or to one still up inside its scale-down
+ * delay. Each was known to be good; an undo to a revision that never served is
+ * previewed like any new one.
  */
 export function isFastTracked(
   status: AppStatus,
@@ -36,9 +45,10 @@ export function isFastTracked(
   activeHash: string | undefined,
   nowMs: number,
 ): boolean {
+  const pinned = status.pin?.podTemplateHash === hash && !status.pin.preview;
   return (
     activeHash === undefined ||
-    (status.pin?.podTemplateHash === hash && !status.pin.preview) ||
+    (pinned && hasServed(status, hash, rs?.revision)) ||
     status.stable?.podTemplateHash === hash ||
     isWithinScaleDownDelay(rs, nowMs)
   );

@@ -37,4 +37,20 @@ export const EventReason = {
   ScalingReplicaSet: 'ScalingReplicaSet',
   UndoEnded: 'UndoEnded',
   ProgressDeadlineExceeded: 'ProgressDeadlineExceeded',
+  // The actions, as carried out.
+  PromotionRequested: 'PromotionRequested',
+  Aborted: 'Aborted',
+  Retried: 'Retried',
+  Undo: 'Undo',
+  UndoRejected: 'UndoRejected',
+  Paused: 'Paused',
+  Resumed: 'Resumed',
 } as const;
+
+/**
+ * An action the rules refused: `<Action>Rejected` (a Warning: it contradicts
+ * the App) or `<Action>Ignored` (nothing to do), e.g. PromoteRejected, AbortIgnored.
+ */
+export function refusalReason(action: string, conflict: boolean): string {
+  return `${action.charAt(0).toUpperCase()}${action.slice(1)}${conflict ? 'Rejected' : 'Ignored'}`;
+}

@@ -975,3 +975,25 @@ describe('values read back from the cluster', () => {
     expect(w.status.history?.at(-1)).toMatchObject({ revision: 2, image: 'repo/app:2' });
   });
 });
+
+describe('undo to a revision that never served', () => {
+  it('is previewed and waits for promotion, like any new revision', () => {
+    const { w, h1 } = released();
+    const h2 = w.image('repo/app:2');
+    w.converge();
+    w.reconcile([intent('undo')]);
+    w.converge();
+    expect(w.rs(h2).specReplicas).toBe(0);
+    w.reconcile([intent('undo', { toRevision: 2 })]);
+    w.settle();
+    w.reconcile();
+    expect(w.activeHash()).toBe(h1);
+    expect(w.rs(h2).specReplicas).toBe(1);
+    expect(w.previewHash()).toBe(h2);
+    expect(w.status.phase).toBe('Paused');
+    w.reconcile([intent('promote')]);
+    w.settle();
+    w.reconcile();
+    expect(w.activeHash()).toBe(h2);
+  });
+});
