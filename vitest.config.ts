@@ -20,8 +20,9 @@ export default defineConfig({
           include: ['test/e2e/**/*.test.ts'],
           // One control plane per run, started once and shared; tests isolate by namespace.
           globalSetup: ['test/e2e/global-setup.ts'],
-          testTimeout: 60_000,
-          hookTimeout: 120_000,
+          // Bounds against hangs, far above a busy machine's slowest pass (see WAIT_MS in test/support/kube.ts).
+          testTimeout: 300_000,
+          hookTimeout: 300_000,
         },
       },
     ],

@@ -6,7 +6,7 @@ import { intentAnnotation } from '../../src/app/intents.ts';
 import { type AppInput, type AppStatus, GROUP, PLURAL, VERSION } from '../../src/app/schema.ts';
 import { LABEL_APP, LABEL_HASH } from '../../src/rollout/labels.ts';
 import { e2eApp } from '../fixtures/apps.ts';
-import { clients, kubeConfig, kubectl, waitFor } from './kube.ts';
+import { clients, kubeConfig, kubectl, WAIT_MS, waitFor } from './kube.ts';
 
 const { custom, apps, core, discovery } = clients();
 
@@ -79,7 +79,7 @@ export async function waitForApp(
   name: string,
   what: string,
   check: (app: StoredApp) => boolean,
-  timeoutMs = 30_000,
+  timeoutMs = WAIT_MS,
 ): Promise<StoredApp> {
   return waitFor(
     `${namespace}/${name}: ${what}`,

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, fetch } from 'undici';
 import { inject } from 'vitest';
-import { waitFor } from './kube.ts';
+import { WAIT_MS, waitFor } from './kube.ts';
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 
@@ -103,7 +103,7 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
       const res = await fetch(`${scheme}://127.0.0.1:${healthPort}/readyz`, dispatcher ? { dispatcher } : {});
       return res.ok ? true : undefined;
     },
-    { timeoutMs: 30_000 },
+    { timeoutMs: WAIT_MS },
   );
   return {
     process: child,

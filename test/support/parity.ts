@@ -23,7 +23,7 @@ import {
   selectorHash,
   waitForApp,
 } from './apps.ts';
-import { clients, kubeConfig, waitFor } from './kube.ts';
+import { clients, kubeConfig, WAIT_MS, waitFor } from './kube.ts';
 
 const { core, apps } = clients();
 
@@ -103,7 +103,7 @@ export async function waitForAppEvent(
   app: string,
   what: string,
   match: (e: AppEvent) => boolean,
-  timeoutMs = 30_000,
+  timeoutMs = WAIT_MS,
 ): Promise<AppEvent> {
   return waitFor(`${namespace}/${app}: event ${what}`, async () => (await appEvents(namespace, app)).find(match), {
     timeoutMs,
@@ -207,7 +207,7 @@ export async function waitForReplicaSetSize(
   app: string,
   hash: string,
   want: number,
-  { available = false, timeoutMs = 30_000 } = {},
+  { available = false, timeoutMs = WAIT_MS } = {},
 ): Promise<void> {
   await waitFor(
     `${namespace}/${app}: ReplicaSet ${hash} at ${want}${available ? ', all available' : ''}`,
