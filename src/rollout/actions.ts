@@ -6,7 +6,7 @@
 import type { Intent } from '../app/intents.ts';
 import type { App, AppStatus } from '../app/schema.ts';
 import { type ActionView, actionVerdict, type Refused, type RevisionRef } from './action-rules.ts';
-import { appendHistory } from './history.ts';
+import { appendHistory, historyEntry } from './history.ts';
 import type { ObservedReplicaSet } from './observed.ts';
 import { EventReason as ER, refusalReason } from './reasons.ts';
 import type { Revision } from './replicaset.ts';
@@ -144,16 +144,7 @@ function undo(ctx: ActionContext, intent: Intent, target: number | undefined, dr
   delete status.abort;
   delete status.promotion;
   if (back) {
-    status.history = appendHistory(status.history, {
-      revision: rs.revision,
-      podTemplateHash: rs.hash,
-      ...(rs.commit ? { commit: rs.commit } : {}),
-      image: rs.image,
-      createdAt: rs.createdAt || ctx.now,
-      promotedAt: ctx.now,
-      promotedBy: intent.by,
-      promotedVia: 'undo',
-    });
+    status.history = appendHistory(status.history, historyEntry(rs, ctx.now, intent.by, 'undo'));
     return {
       type: 'Normal',
       reason: ER.Undo,

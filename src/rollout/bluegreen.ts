@@ -15,7 +15,7 @@ import { buildSpecProblems } from '../build/plan.ts';
 import type { BuildDefaults } from '../build/registry.ts';
 import { type ActionContext, applyIntent, type PlannerEvent } from './actions.ts';
 import { replicaCounts } from './counts.ts';
-import { appendHistory, replicaSetsToDelete, revisionNumberFor } from './history.ts';
+import { appendHistory, historyEntry, replicaSetsToDelete, revisionNumberFor } from './history.ts';
 import { ANN_APPLIED, LABEL_APP, LABEL_HASH } from './labels.ts';
 import { isAvailableAt, isFullyAvailable, type Observed, type ObservedReplicaSet } from './observed.ts';
 import {
@@ -318,7 +318,8 @@ function takeIntents(p: Planner, r: Rollout): void {
     const ctx: ActionContext = {
       app: p.app,
       status,
-      replicaSets: input.observed.replicaSets,
+      // Readable: a mangled revision annotation has its recorded number back (see readable()).
+      replicaSets: [...r.byHash.values()],
       desired: r.desired,
       activeHash: r.activeHash,
       specHash: input.target?.hash,
@@ -625,16 +626,7 @@ function recordActivation(p: Planner, rs: ObservedReplicaSet, fastTrack: boolean
   const by = promotion?.by ?? pin?.by ?? 'teal';
   status.active = revisionStatus(app, rs);
   status.stable = revisionStatus(app, rs);
-  status.history = appendHistory(status.history, {
-    revision: rs.revision,
-    podTemplateHash: rs.hash,
-    ...(rs.commit ? { commit: rs.commit } : {}),
-    image: rs.image,
-    createdAt: rs.createdAt || p.now,
-    promotedAt: p.now,
-    promotedBy: by,
-    promotedVia: via,
-  });
+  status.history = appendHistory(status.history, historyEntry(rs, p.now, by, via));
   delete status.promotion;
   delete status.preview;
 }

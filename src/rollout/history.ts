@@ -34,6 +34,20 @@ export function revisionNumberFor(
   return fromHistory ?? nextRevisionNumber(replicaSets, status);
 }
 
+/** The history entry of a revision that became, or stayed, active at `now`. */
+export function historyEntry(rs: ObservedReplicaSet, now: string, by: string, via: string): HistoryEntry {
+  return {
+    revision: rs.revision,
+    podTemplateHash: rs.hash,
+    ...(rs.commit ? { commit: rs.commit } : {}),
+    image: rs.image,
+    createdAt: rs.createdAt || now,
+    promotedAt: now,
+    promotedBy: by,
+    promotedVia: via,
+  };
+}
+
 export function appendHistory(history: readonly HistoryEntry[] | undefined, entry: HistoryEntry): HistoryEntry[] {
   return [...(history ?? []), entry].slice(-HISTORY_LIMIT);
 }
