@@ -89,7 +89,7 @@ describe('issue #10: blue/green semantics', () => {
     await removeNs?.();
   });
 
-  describe.concurrent('each App on its own', { timeout: 150_000 }, () => {
+  describe.concurrent('each App on its own', () => {
     it('A1: the preview Service selects a new revision as soon as its ReplicaSet exists, with auto and manual promotion', async () => {
       // Pods that never become Ready: whatever the preview Service selects, it selected before availability.
       const cases = [
@@ -249,7 +249,7 @@ describe('issue #10: blue/green semantics', () => {
   });
 });
 
-describe('issue #10: the active Service under faults and hand edits', { timeout: 120_000 }, () => {
+describe('issue #10: the active Service under faults and hand edits', () => {
   let ns: string;
   let removeNs: () => Promise<void>;
   let operator: Operator | undefined;
@@ -385,7 +385,7 @@ describe('issue #10: the active Service under faults and hand edits', { timeout:
   });
 });
 
-describe('Argo Rollouts parity (cases from argoproj/argo-rollouts test/e2e)', { timeout: 120_000 }, () => {
+describe('Argo Rollouts parity (cases from argoproj/argo-rollouts test/e2e)', () => {
   let ns: string;
   let removeNs: () => Promise<void>;
   let operator: Operator;
@@ -403,7 +403,7 @@ describe('Argo Rollouts parity (cases from argoproj/argo-rollouts test/e2e)', { 
     await removeNs?.();
   });
 
-  describe.concurrent('each App on its own', { timeout: 150_000 }, () => {
+  describe.concurrent('each App on its own', () => {
     // bluegreen_test.go TestBlueGreenPreviewReplicaCount. Argo's scaleDownDelaySeconds: 5 becomes 600,
     // so that "the old revision is still up after the promotion" is not a race.
     it('previewReplicaCount: the preview runs that many pods until promoted, then all', async () => {
@@ -614,7 +614,7 @@ describe('Argo Rollouts parity (cases from argoproj/argo-rollouts test/e2e)', { 
       await releaseFirst(ns, app('p-kubectl-wait', {}, { replicas: 1 }));
       await newImage(ns, 'p-kubectl-wait', '2');
       const wait = (cond: string) =>
-        kubectl(['wait', `--for=condition=${cond}`, 'apps.teal.dev/p-kubectl-wait', '-n', ns, '--timeout=60s']);
+        kubectl(['wait', `--for=condition=${cond}`, 'apps.teal.dev/p-kubectl-wait', '-n', ns, '--timeout=120s']);
       const paused = await wait('Promoted=False');
       expect(paused.stdout, paused.stderr).toContain('condition met');
       const waiting = await getApp(ns, 'p-kubectl-wait');

@@ -313,7 +313,7 @@ describe('kubectl teal', () => {
       },
     };
     await createApp(ns, body);
-    const app = await waitForApp(ns, 'built', 'first release', phase('Healthy'), 60_000);
+    const app = await waitForApp(ns, 'built', 'first release', phase('Healthy'));
     const head = await repo.revParse('HEAD');
 
     const set = await tealNs('set', 'image', 'built', 'registry.example.com/team/built:2');
@@ -358,7 +358,7 @@ describe('kubectl teal', () => {
         service: { ports: [{ port: 80, targetPort: 8080 }] },
       },
     });
-    await waitForApp(ns, 'broken', 'failed build', (a) => a.status?.build?.phase === 'Failed', 60_000);
+    await waitForApp(ns, 'broken', 'failed build', (a) => a.status?.build?.phase === 'Failed');
     const logs = await tealNs('logs', 'broken');
     expect(logs.stdout + logs.stderr).toContain('error: failed to solve');
   });

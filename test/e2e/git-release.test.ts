@@ -106,7 +106,7 @@ function githubPush(commit: string): { body: string; headers: Record<string, str
 describe('git push to release', () => {
   it('builds the first commit and releases it, deploying by digest', async () => {
     await create(gitApp('weather', '0'));
-    const app = await waitForApp(ns, 'weather', 'first release', phase('Healthy'), 60_000);
+    const app = await waitForApp(ns, 'weather', 'first release', phase('Healthy'));
     const head = await repo.revParse('HEAD');
     expect(app.status?.source).toMatchObject({ commit: head, ref: 'refs/heads/main', revision: `main@sha1:${head}` });
     const job = app.status?.build?.job ?? '';
@@ -235,7 +235,7 @@ describe('git push to release', () => {
             body,
           });
         }
-        for (const name of ['one', 'two']) await waitForApp(pollNs, name, 'released', phase('Healthy'), 60_000);
+        for (const name of ['one', 'two']) await waitForApp(pollNs, name, 'released', phase('Healthy'));
         const start = server.lsRemotes;
         const t0 = Date.now();
         await new Promise((r) => setTimeout(r, 6_000));
@@ -254,7 +254,7 @@ describe('git push to release', () => {
 
   it('a failed build leaves the active revision serving, Degraded with the log line', async () => {
     await create(gitApp('flaky', '0'));
-    const first = await waitForApp(ns, 'flaky', 'first release', phase('Healthy'), 60_000);
+    const first = await waitForApp(ns, 'flaky', 'first release', phase('Healthy'));
     await patchSpec(ns, 'flaky', {
       build: { image: 'registry.example.com/team/weather', dockerfile: 'fail.Dockerfile' },
     });
@@ -319,7 +319,7 @@ describe('git push to release', () => {
     const body = gitApp('unnamed', '0');
     delete body.spec.build;
     await create(body);
-    const app = await waitForApp(ns, 'unnamed', 'first release', phase('Healthy'), 60_000);
+    const app = await waitForApp(ns, 'unnamed', 'first release', phase('Healthy'));
     const head = await repo.revParse('HEAD');
     const repository = `${DEFAULT_REGISTRY}/${ns}/unnamed`;
     const jobName = app.status?.build?.job ?? '';

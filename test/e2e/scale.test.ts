@@ -90,7 +90,7 @@ async function wide(name: string): Promise<Record<string, string>> {
 }
 
 // The HPA controller may take a sync period or two (15 s each) to find the App's kind.
-describe('status counts and the scale subresource', { timeout: 150_000 }, () => {
+describe('status counts and the scale subresource', () => {
   let hash: string;
 
   it('kubectl scale resizes the active ReplicaSet; the counts and the selector follow, and -o wide shows them', async () => {
