@@ -21,10 +21,11 @@ import {
 import { isNotFound, type Writer } from '../kube/apply.ts';
 import type { ValueProblem } from '../kube/cluster-values.ts';
 import type { EventRecorder } from '../kube/events.ts';
-import { type KubeAction, type Plan, plan, planInvalid, specProblems } from '../rollout/bluegreen.ts';
+import { type KubeAction, type Plan, plan, planInvalid } from '../rollout/bluegreen.ts';
 import { ANN_SCALE_DOWN_AT, FINALIZER } from '../rollout/labels.ts';
 import { type Observed, type ObservedService, observeService } from '../rollout/observed.ts';
 import { isAdopted, restoredServiceManifest, serviceName } from '../rollout/service.ts';
+import { specProblems } from '../rollout/spec-problems.ts';
 import { targetRevision } from '../rollout/target.ts';
 import { APPS_INDEX, type CachedApp, type Caches, JOBS_INDEX } from './cache.ts';
 import type { Metrics } from './metrics.ts';

@@ -7,138 +7,42 @@
 //
 // rollout() reads as a list of named steps, as Argo Rollouts' rolloutBlueGreen
 // does; each decision is a named predicate (predicates.ts) and every reason a
-// constant (reasons.ts).
+// constant (reasons.ts). The steps share their state through planner.ts; the
+// Service steps live in active-service.ts, the ReplicaSet writes in
+// replicaset-writes.ts.
 import { setCondition } from '../app/conditions.ts';
-import type { Intent } from '../app/intents.ts';
-import type { App, AppStatus, Condition, ConditionType, Phase, RevisionStatus } from '../app/schema.ts';
-import { buildSpecProblems } from '../build/plan.ts';
-import type { BuildDefaults } from '../build/registry.ts';
-import { type ActionContext, applyIntent, type PlannerEvent } from './actions.ts';
+import type { App, AppStatus, ConditionType, Phase, RevisionStatus } from '../app/schema.ts';
+import { type ActionContext, applyIntent } from './actions.ts';
+import { activeManifest, activeServiceName, reconcileServices, servingHash } from './active-service.ts';
 import { replicaCounts } from './counts.ts';
 import { appendHistory, historyEntry, replicaSetsToDelete, revisionNumberFor } from './history.ts';
-import { ANN_APPLIED, LABEL_APP, LABEL_HASH } from './labels.ts';
-import { isAvailableAt, isFullyAvailable, type Observed, type ObservedReplicaSet } from './observed.ts';
+import { LABEL_APP, LABEL_HASH } from './labels.ts';
+import { isAvailableAt, isFullyAvailable, type ObservedReplicaSet } from './observed.ts';
+import {
+  condition,
+  type Desired,
+  emit,
+  type Plan,
+  type PlanInput,
+  type Planner,
+  type Progress,
+  type Rollout,
+  touched,
+} from './planner.ts';
 import {
   autoPromotionDueAt,
   hasServed,
   isAborted,
   isFastTracked,
-  isOwnSwitch,
   isPromotionRequested,
   parseTime,
-  scaleDownDeadline,
 } from './predicates.ts';
 import { ConditionReason as CR, EventReason as ER } from './reasons.ts';
-import { type ReplicaSetManifest, type Revision, replicaSetManifest, replicaSetName } from './replicaset.ts';
-import {
-  adoptedServiceManifest,
-  isAdopted,
-  ownedServiceManifest,
-  type ServiceManifest,
-  type ServiceRole,
-  selectedHash,
-  servicePorts,
-} from './service.ts';
+import { replicaSetName } from './replicaset.ts';
+import { createReplicaSet, markScaleDown, scaleDownLater, sizeTo } from './replicaset-writes.ts';
+import { specProblems } from './spec-problems.ts';
 
-export type KubeAction =
-  | { kind: 'createReplicaSet'; manifest: ReplicaSetManifest }
-  | { kind: 'patchReplicaSet'; name: string; replicas?: number; scaleDownAt?: string | null }
-  | { kind: 'deleteReplicaSet'; name: string }
-  | { kind: 'applyService'; role: ServiceRole; manifest: ServiceManifest }
-  | { kind: 'event'; event: PlannerEvent };
-
-export interface PlanInput {
-  app: App;
-  observed: Observed;
-  now: Date;
-  /** The revision the spec asks for (its image, or the latest built digest); undefined while unknown. */
-  target: Revision | undefined;
-  intents: readonly Intent[];
-  /** A build of the current commit is running: phase Building unless something else says more. */
-  building?: boolean;
-  /** The build of the current commit failed: Degraded, while active keeps serving. */
-  buildFailure?: string;
-  /** The source could not be resolved: Degraded while there is nothing to run yet. */
-  sourceFailure?: string;
-  /** The operator's registry defaults: an App built without build.image needs a default registry. */
-  buildDefaults?: BuildDefaults;
-}
-
-export interface Plan {
-  actions: KubeAction[];
-  status: AppStatus;
-  requeueAfterMs?: number;
-}
-
-/** Checks the schema cannot express; each names the field. */
-export function specProblems(app: App, buildDefaults: BuildDefaults = {}): string[] {
-  const problems = buildSpecProblems(app, buildDefaults);
-  const ports = servicePorts(app);
-  if (ports.length === 0) {
-    problems.push('spec.service.ports: required when the app container declares no containerPort');
-  } else if (ports.length > 1 && ports.some((p) => !p.name)) {
-    problems.push('spec.service.ports: every port needs a name when there are several');
-  }
-  const bg = app.spec.strategy.blueGreen;
-  const active = bg.activeService ?? app.metadata.name;
-  const preview = bg.previewService ?? `${app.metadata.name}-preview`;
-  if (active === preview) {
-    problems.push('spec.strategy.blueGreen.previewService: must differ from activeService');
-  }
-  if (bg.previewReplicaCount !== undefined && bg.previewReplicaCount > app.spec.replicas && app.spec.replicas > 0) {
-    problems.push('spec.strategy.blueGreen.previewReplicaCount: must not exceed spec.replicas');
-  }
-  return problems;
-}
-
-type Desired = Revision & { number: number };
-
-interface Planner {
-  input: PlanInput;
-  app: App;
-  status: AppStatus;
-  actions: KubeAction[];
-  now: string;
-  nowMs: number;
-  wakeAt: number[];
-  generation: number;
-}
-
-/** What one reconcile knows of the rollout, worked out by the first steps. */
-interface Rollout {
-  byHash: Map<string, ObservedReplicaSet>;
-  replicas: number;
-  previewCount: number;
-  paused: boolean;
-  /** The revision the spec, or an undo, asks for. */
-  desired: Desired | undefined;
-  /** The revision that serves: the active Service's, once judged to be Teal's own doing. */
-  activeHash: string | undefined;
-}
-
-/** Where the desired revision stands after this reconcile. */
-interface Progress {
-  phase: Phase;
-  message: string;
-  /** Waiting for pods: the preview at its size, or the promoted revision at full size. */
-  waiting?: 'preview' | 'full';
-  /** The revision in preview: the preview Service selects it from the moment its ReplicaSet exists. */
-  previewHash?: string;
-  previewRS?: ObservedReplicaSet;
-  previewReady?: boolean;
-}
-
-const emit = (p: Planner, event: PlannerEvent) => p.actions.push({ kind: 'event', event });
-const at = (ms: number) => new Date(ms).toISOString();
-
-function condition(p: Planner, type: ConditionType, status: Condition['status'], reason: string, message?: string) {
-  p.status.conditions = setCondition(
-    p.status.conditions,
-    { type, status, reason, ...(message ? { message } : {}) },
-    p.generation,
-    p.now,
-  );
-}
+export type { KubeAction, Plan, PlanInput } from './planner.ts';
 
 export function plan(input: PlanInput): Plan {
   const { app } = input;
@@ -247,25 +151,6 @@ function readable(p: Planner, rs: ObservedReplicaSet): ObservedReplicaSet {
     '';
   const revision = rs.revision > 0 ? rs.revision : revisionNumberFor(rs.hash, input.observed.replicaSets, status);
   return { ...rs, revision, image };
-}
-
-/**
- * What the active Service serves, judged: its selector when it is the one
- * status records or Teal's own interrupted switch; otherwise the revision
- * status records (a hand edit, or a Service someone deleted, is put back).
- */
-function servingHash(p: Planner, r: Rollout): string | undefined {
-  const { app, status } = p;
-  const recorded = status.active?.podTemplateHash;
-  const svc = p.input.observed.activeService;
-  if (!svc) return recorded;
-  const selected = svc.selector[LABEL_APP] === app.metadata.name ? selectedHash(svc) : undefined;
-  if (selected === recorded) return recorded;
-  const noteMatches = selected !== undefined && serviceMatches(svc, activeManifest(p, selected));
-  if (selected !== undefined && r.byHash.has(selected) && isOwnSwitch(status, selected, noteMatches, r.desired?.hash)) {
-    return selected;
-  }
-  return recorded;
 }
 
 /** Records Teal's own switch that status missed, or warns of someone else's edit (reconcileServices repairs it). */
@@ -506,31 +391,6 @@ function scaleDownOthers(p: Planner, r: Rollout): void {
   }
 }
 
-/**
- * Keeps both Services as they should be. The active one follows status.active
- * (a hand edit of its selector is put back); the preview one selects the
- * revision in preview, else the active one, so a preview URL never goes dark.
- */
-function reconcileServices(p: Planner, progress: Progress): void {
-  const { app, input, status } = p;
-  const activeHash = status.active?.podTemplateHash;
-  const switched = p.actions.some((a) => a.kind === 'applyService' && a.role === 'active');
-  if (!switched && activeHash) {
-    const svc = input.observed.activeService;
-    const want = activeManifest(p, activeHash);
-    if (!svc || !serviceMatches(svc, want)) p.actions.push({ kind: 'applyService', role: 'active', manifest: want });
-  }
-  const previewHash = progress.previewHash ?? activeHash;
-  const preview = input.observed.previewService;
-  const want =
-    preview && isAdopted(app, preview)
-      ? adoptedServiceManifest(app, preview, previewHash)
-      : ownedServiceManifest(app, 'preview', previewHash);
-  if (previewHash && (!preview || !serviceMatches(preview, want))) {
-    p.actions.push({ kind: 'applyService', role: 'preview', manifest: want });
-  }
-}
-
 /** Conditions, phase and message, most severe first. */
 function summarize(p: Planner, r: Rollout, progress: Progress): void {
   const { input, status } = p;
@@ -684,84 +544,4 @@ function progressDeadline(p: Planner, desired: Desired | undefined, waiting: 'pr
     condition(p, 'ProgressDeadlineExceeded', 'False', CR.Waiting);
     p.wakeAt.push(deadline);
   }
-}
-
-// ---- ReplicaSet writes ----
-
-function createReplicaSet(p: Planner, desired: Desired, size: number, reason: string, why: string): void {
-  const manifest = replicaSetManifest(p.app, desired, desired.number, size);
-  p.actions.push({ kind: 'createReplicaSet', manifest });
-  emit(p, {
-    type: 'Normal',
-    reason,
-    message: `revision ${desired.number} (${desired.image}) deployed at ${size} replicas`,
-  });
-  emit(p, {
-    type: 'Normal',
-    reason: ER.ScalingReplicaSet,
-    message: `Scaled up replica set ${manifest.metadata.name} from 0 to ${size}: revision ${desired.number}, ${why}`,
-  });
-}
-
-/** Sizes a ReplicaSet Teal keeps up, clearing any scale-down mark; each change of size is an Event. */
-function sizeTo(p: Planner, rs: ObservedReplicaSet, replicas: number, why: string): void {
-  if (rs.specReplicas !== replicas) {
-    const direction = replicas > rs.specReplicas ? 'up' : 'down';
-    p.actions.push({ kind: 'patchReplicaSet', name: rs.name, replicas, scaleDownAt: null });
-    emit(p, {
-      type: 'Normal',
-      reason: ER.ScalingReplicaSet,
-      message: `Scaled ${direction} replica set ${rs.name} from ${rs.specReplicas} to ${replicas}: ${why}`,
-    });
-  } else if (rs.scaleDownAt !== undefined) {
-    markScaleDown(p, rs, null);
-  }
-}
-
-function markScaleDown(p: Planner, rs: ObservedReplicaSet, when: number | null): void {
-  p.actions.push({ kind: 'patchReplicaSet', name: rs.name, scaleDownAt: when === null ? null : at(when) });
-}
-
-/**
- * Scales to zero once the ReplicaSet's scale-down time has come, marking it
- * first (an annotation, so a restart keeps the deadline) and waking then. A
- * mark that cannot be read is written again, never trusted.
- */
-function scaleDownLater(p: Planner, rs: ObservedReplicaSet, delaySeconds: number, why: string): void {
-  if (rs.specReplicas === 0) return;
-  const deadline = scaleDownDeadline(rs);
-  if (deadline === undefined && delaySeconds > 0) {
-    const when = p.nowMs + delaySeconds * 1000;
-    markScaleDown(p, rs, when);
-    p.wakeAt.push(when);
-  } else if (deadline !== undefined && deadline > p.nowMs) {
-    p.wakeAt.push(deadline);
-  } else {
-    sizeTo(p, rs, 0, deadline === undefined ? why : `${why}, past its scale-down delay`);
-  }
-}
-
-/** ReplicaSets this plan already writes: later steps leave them be. */
-const touched = (p: Planner): Set<string> =>
-  new Set(p.actions.flatMap((a) => (a.kind === 'patchReplicaSet' ? [a.name] : [])));
-
-// ---- Services ----
-
-const activeServiceName = (p: Planner) => p.app.spec.strategy.blueGreen.activeService ?? p.app.metadata.name;
-
-function activeManifest(p: Planner, hash: string | undefined): ServiceManifest {
-  const svc = p.input.observed.activeService;
-  return svc && isAdopted(p.app, svc)
-    ? adoptedServiceManifest(p.app, svc, hash)
-    : ownedServiceManifest(p.app, 'active', hash);
-}
-
-/** As Teal last applied it: the note of what it applied, and the selector itself (a hand edit leaves the note). */
-function serviceMatches(svc: NonNullable<Observed['activeService']>, want: ServiceManifest): boolean {
-  const selector = want.spec.selector;
-  return (
-    svc.appliedHash === want.metadata.annotations[ANN_APPLIED] &&
-    Object.keys(svc.selector).length === Object.keys(selector).length &&
-    Object.entries(selector).every(([k, v]) => svc.selector[k] === v)
-  );
 }

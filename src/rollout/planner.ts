@@ -1,0 +1,101 @@
+// The blue/green planner's working state, shared by its steps: what one
+// reconcile knows (Rollout), where the desired revision stands (Progress), and
+// what it has decided so far (Planner: actions, status, wake-up times).
+
+import { setCondition } from '../app/conditions.ts';
+import type { Intent } from '../app/intents.ts';
+import type { App, AppStatus, Condition, ConditionType, Phase } from '../app/schema.ts';
+import type { BuildDefaults } from '../build/registry.ts';
+import type { PlannerEvent } from './actions.ts';
+import type { Observed, ObservedReplicaSet } from './observed.ts';
+import type { ReplicaSetManifest, Revision } from './replicaset.ts';
+import type { ServiceManifest, ServiceRole } from './service.ts';
+
+export type KubeAction =
+  | { kind: 'createReplicaSet'; manifest: ReplicaSetManifest }
+  | { kind: 'patchReplicaSet'; name: string; replicas?: number; scaleDownAt?: string | null }
+  | { kind: 'deleteReplicaSet'; name: string }
+  | { kind: 'applyService'; role: ServiceRole; manifest: ServiceManifest }
+  | { kind: 'event'; event: PlannerEvent };
+
+export interface PlanInput {
+  app: App;
+  observed: Observed;
+  now: Date;
+  /** The revision the spec asks for (its image, or the latest built digest); undefined while unknown. */
+  target: Revision | undefined;
+  intents: readonly Intent[];
+  /** A build of the current commit is running: phase Building unless something else says more. */
+  building?: boolean;
+  /** The build of the current commit failed: Degraded, while active keeps serving. */
+  buildFailure?: string;
+  /** The source could not be resolved: Degraded while there is nothing to run yet. */
+  sourceFailure?: string;
+  /** The operator's registry defaults: an App built without build.image needs a default registry. */
+  buildDefaults?: BuildDefaults;
+}
+
+export interface Plan {
+  actions: KubeAction[];
+  status: AppStatus;
+  requeueAfterMs?: number;
+}
+
+export type Desired = Revision & { number: number };
+
+export interface Planner {
+  input: PlanInput;
+  app: App;
+  status: AppStatus;
+  actions: KubeAction[];
+  now: string;
+  nowMs: number;
+  wakeAt: number[];
+  generation: number;
+}
+
+/** What one reconcile knows of the rollout, worked out by the first steps. */
+export interface Rollout {
+  byHash: Map<string, ObservedReplicaSet>;
+  replicas: number;
+  previewCount: number;
+  paused: boolean;
+  /** The revision the spec, or an undo, asks for. */
+  desired: Desired | undefined;
+  /** The revision that serves: the active Service's, once judged to be Teal's own doing. */
+  activeHash: string | undefined;
+}
+
+/** Where the desired revision stands after this reconcile. */
+export interface Progress {
+  phase: Phase;
+  message: string;
+  /** Waiting for pods: the preview at its size, or the promoted revision at full size. */
+  waiting?: 'preview' | 'full';
+  /** The revision in preview: the preview Service selects it from the moment its ReplicaSet exists. */
+  previewHash?: string;
+  previewRS?: ObservedReplicaSet;
+  previewReady?: boolean;
+}
+
+export const emit = (p: Planner, event: PlannerEvent) => p.actions.push({ kind: 'event', event });
+export const at = (ms: number) => new Date(ms).toISOString();
+
+export function condition(
+  p: Planner,
+  type: ConditionType,
+  status: Condition['status'],
+  reason: string,
+  message?: string,
+) {
+  p.status.conditions = setCondition(
+    p.status.conditions,
+    { type, status, reason, ...(message ? { message } : {}) },
+    p.generation,
+    p.now,
+  );
+}
+
+/** ReplicaSets this plan already writes: later steps leave them be. */
+export const touched = (p: Planner): Set<string> =>
+  new Set(p.actions.flatMap((a) => (a.kind === 'patchReplicaSet' ? [a.name] : [])));

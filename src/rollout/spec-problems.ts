@@ -1,0 +1,26 @@
+// Checks of an App's spec that its schema cannot express, each naming the field.
+import type { App } from '../app/schema.ts';
+import { buildSpecProblems } from '../build/plan.ts';
+import type { BuildDefaults } from '../build/registry.ts';
+import { servicePorts } from './service.ts';
+
+/** Checks the schema cannot express; each names the field. */
+export function specProblems(app: App, buildDefaults: BuildDefaults = {}): string[] {
+  const problems = buildSpecProblems(app, buildDefaults);
+  const ports = servicePorts(app);
+  if (ports.length === 0) {
+    problems.push('spec.service.ports: required when the app container declares no containerPort');
+  } else if (ports.length > 1 && ports.some((p) => !p.name)) {
+    problems.push('spec.service.ports: every port needs a name when there are several');
+  }
+  const bg = app.spec.strategy.blueGreen;
+  const active = bg.activeService ?? app.metadata.name;
+  const preview = bg.previewService ?? `${app.metadata.name}-preview`;
+  if (active === preview) {
+    problems.push('spec.strategy.blueGreen.previewService: must differ from activeService');
+  }
+  if (bg.previewReplicaCount !== undefined && bg.previewReplicaCount > app.spec.replicas && app.spec.replicas > 0) {
+    problems.push('spec.strategy.blueGreen.previewReplicaCount: must not exceed spec.replicas');
+  }
+  return problems;
+}
