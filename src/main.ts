@@ -2,8 +2,9 @@
 // the health endpoints, and a graceful stop.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import type { KubeConfig } from '@kubernetes/client-node';
 import Fastify from 'fastify';
-import { pino } from 'pino';
+import { type Logger, pino } from 'pino';
 import { z } from 'zod';
 import { apiPlugin } from './api/actions.ts';
 import { REDACT_PATHS } from './api/auth.ts';
@@ -179,29 +180,68 @@ function timingProblem(c: Config): string | undefined {
   return undefined;
 }
 
+/** What the steps of the process share: whether it is stopping, and its elector once started. */
+interface ProcessState {
+  config: Config;
+  log: Logger;
+  identity: string;
+  /** Aborted when this replica must not write any more: every API request in flight ends with it. */
+  fence: AbortController;
+  shuttingDown: boolean;
+  /** Set once the lease is being handed over on purpose, so that is not taken for losing it. */
+  releasing: boolean;
+  elector?: LeaderElector;
+}
+
 async function main(): Promise<void> {
-  let config: Config;
-  try {
-    config = parseConfig(process.argv.slice(2), process.env);
-  } catch (err) {
-    console.error(`teal: ${err instanceof Error ? err.message : String(err)}\n\n${USAGE}`);
-    process.exit(2);
-  }
+  const config = readConfigOrExit();
   // Bearer tokens in request headers never reach the logs.
   const log = pino({
     level: config.logLevel,
     base: { component: 'teal' },
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
   });
-  // Aborted when this replica must not write any more: every API request in flight ends with it.
-  const fence = new AbortController();
-  const kubeConfig = loadKubeConfig(config.kubeconfig, { timeoutMs: config.requestTimeoutMs, fence: fence.signal });
-  const identity = defaultIdentity();
-  let shuttingDown = false;
-  let elector: LeaderElector | undefined;
-
+  const state: ProcessState = {
+    config,
+    log,
+    identity: defaultIdentity(),
+    fence: new AbortController(),
+    shuttingDown: false,
+    releasing: false,
+  };
+  const kubeConfig = loadKubeConfig(config.kubeconfig, {
+    timeoutMs: config.requestTimeoutMs,
+    fence: state.fence.signal,
+  });
   const metrics = new Metrics();
-  const writer = new Writer(kubeConfig);
+  const { apps, sources } = makeController(state, kubeConfig, metrics);
+  const server = await serveHttp(state, kubeConfig, metrics, apps);
+  const stop = stopper(state, apps, sources, server);
+  process.once('SIGTERM', () => void stop());
+  process.once('SIGINT', () => void stop());
+
+  log.info(
+    { identity: state.identity, namespaces: config.namespaces.length > 0 ? config.namespaces : '(all)' },
+    'starting caches',
+  );
+  await apps.startCaches();
+  log.info('caches synced');
+  if (config.leaderElect) await lead(state, kubeConfig, metrics, apps);
+  else apps.startWorkers();
+}
+
+function readConfigOrExit(): Config {
+  try {
+    return parseConfig(process.argv.slice(2), process.env);
+  } catch (err) {
+    console.error(`teal: ${err instanceof Error ? err.message : String(err)}\n\n${USAGE}`);
+    process.exit(2);
+  }
+}
+
+/** The git poller and the App controller; only the leader's controller writes. */
+function makeController(state: ProcessState, kubeConfig: KubeConfig, metrics: Metrics) {
+  const { config, log } = state;
   let controller: AppController | undefined;
   const sources = new Sources({
     kubeConfig,
@@ -217,9 +257,9 @@ async function main(): Promise<void> {
     kubeConfig,
     namespaces: config.namespaces,
     concurrency: config.concurrency,
-    recorder: new EventRecorder(kubeConfig, identity, log),
+    recorder: new EventRecorder(kubeConfig, state.identity, log),
     logger: log,
-    canWrite: () => !shuttingDown && (elector ? elector.isLeader() : true),
+    canWrite: () => !state.shuttingDown && (state.elector ? state.elector.isLeader() : true),
     sources,
     buildImages: { buildkit: config.buildkitImage, kaniko: config.kanikoImage },
     buildDefaults: {
@@ -229,8 +269,19 @@ async function main(): Promise<void> {
     checkGitUrl: (url) => checkGitUrl(url, { allowFile: config.allowFileGit }),
     metrics,
   });
-  const apps = controller;
+  return { apps: controller, sources };
+}
 
+/** The HTTP server every replica runs: health, metrics, the API and webhooks. */
+async function serveHttp(
+  state: ProcessState,
+  kubeConfig: KubeConfig,
+  metrics: Metrics,
+  apps: AppController,
+): Promise<{ close: () => Promise<void> }> {
+  const { config, log } = state;
+  const writer = new Writer(kubeConfig);
+  const ready = () => !state.shuttingDown && apps.hasSynced();
   // Request logs are noise for probes; warnings and errors still show.
   const https =
     config.tlsCertFile && config.tlsKeyFile
@@ -246,7 +297,7 @@ async function main(): Promise<void> {
     kubeConfig,
     apps: () => apps.caches.apps,
     replicaSets: () => apps.caches.replicaSets,
-    isReady: () => !shuttingDown && apps.hasSynced(),
+    isReady: ready,
     logger: log.child({ component: 'api' }),
   });
   await server.register(webhooksPlugin, {
@@ -260,53 +311,50 @@ async function main(): Promise<void> {
     onResult: (provider, result) => metrics.webhooks.inc({ provider, result }),
   });
   server.get('/readyz', async (_req, reply) => {
-    const ready = !shuttingDown && apps.hasSynced();
+    const ok = ready();
     return reply
-      .code(ready ? 200 : 503)
-      .send({ status: ready ? 'ready' : 'not ready', leader: elector?.isLeader() ?? true });
+      .code(ok ? 200 : 503)
+      .send({ status: ok ? 'ready' : 'not ready', leader: state.elector?.isLeader() ?? true });
   });
   const [host, port] = config.httpAddr.split(':');
   await server.listen({ host, port: Number(port) });
+  return { close: async () => server.close() };
+}
 
-  /**
-   * No draining, as controller-runtime on a lost lease: what is in flight is
-   * aborted, so a request held up in the network cannot land once another
-   * replica leads, and the process exits before anything else runs.
-   */
-  const exitNow = (why: string): never => {
-    fence.abort(new Error(why));
-    log.error({ identity }, `${why}: aborted the API requests in flight, exiting without draining`);
-    process.exit(1);
-  };
-  // Set once the lease is being handed over on purpose, so that is not taken for losing it.
-  let releasing = false;
-  const stop = async () => {
-    if (shuttingDown) return;
-    shuttingDown = true;
-    const grace = config.gracefulShutdownTimeoutMs;
-    setTimeout(() => exitNow(`still stopping after ${grace / 1000}s (--graceful-shutdown-timeout)`), grace);
-    log.info('stopping: readiness off, draining reconciles, releasing the lease');
+/**
+ * No draining, as controller-runtime on a lost lease: what is in flight is
+ * aborted, so a request held up in the network cannot land once another
+ * replica leads, and the process exits before anything else runs.
+ */
+function exitNow(state: ProcessState, why: string): never {
+  state.fence.abort(new Error(why));
+  state.log.error({ identity: state.identity }, `${why}: aborted the API requests in flight, exiting without draining`);
+  process.exit(1);
+}
+
+/** SIGTERM: readiness off, drain, release the lease; past --graceful-shutdown-timeout, exit anyway. */
+function stopper(state: ProcessState, apps: AppController, sources: Sources, server: { close: () => Promise<void> }) {
+  return async (): Promise<void> => {
+    if (state.shuttingDown) return;
+    state.shuttingDown = true;
+    const grace = state.config.gracefulShutdownTimeoutMs;
+    setTimeout(() => exitNow(state, `still stopping after ${grace / 1000}s (--graceful-shutdown-timeout)`), grace);
+    state.log.info('stopping: readiness off, draining reconciles, releasing the lease');
     await apps.stopWorkers();
-    releasing = true;
-    await elector?.stop({ release: true });
+    state.releasing = true;
+    await state.elector?.stop({ release: true });
     apps.stopCaches();
     sources.stop();
     await server.close();
     process.exit(0);
   };
-  process.once('SIGTERM', () => void stop());
-  process.once('SIGINT', () => void stop());
+}
 
-  log.info({ identity, namespaces: config.namespaces.length > 0 ? config.namespaces : '(all)' }, 'starting caches');
-  await apps.startCaches();
-  log.info('caches synced');
-
-  if (!config.leaderElect) {
-    apps.startWorkers();
-    return;
-  }
+/** Leader election: workers run while this replica holds the Lease; losing it ends the process. */
+async function lead(state: ProcessState, kubeConfig: KubeConfig, metrics: Metrics, apps: AppController) {
+  const { config, log, identity } = state;
   metrics.leader.set({ name: config.leaderElectionId }, 0);
-  elector = new LeaderElector({
+  state.elector = new LeaderElector({
     kubeConfig,
     namespace: config.leaderElectionNamespace,
     name: config.leaderElectionId,
@@ -322,10 +370,10 @@ async function main(): Promise<void> {
     },
     onStoppedLeading: () => {
       // Also while draining after SIGTERM: the writes of a drain must not outlive the lease either.
-      if (!releasing) exitNow('lost the lease');
+      if (!state.releasing) exitNow(state, 'lost the lease');
     },
   });
-  await elector.start();
+  await state.elector.start();
 }
 
 await main();

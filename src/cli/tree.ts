@@ -224,7 +224,12 @@ const MARK_ORDER: Mark[] = ['stable', 'active', 'preview'];
 
 /** The header and the tree, as text. */
 export function renderApp(view: AppView, colour: boolean, now = Date.now()): string {
-  const ago = (t: string | undefined) => age(since(t, now));
+  const rows = treeRows(view, colour, now);
+  return `${summaryLines(view, colour).join('\n')}\n${table(['NAME', 'KIND', 'STATUS', 'AGE', 'INFO'], rows)}\n`;
+}
+
+/** The fields above the tree: name, phase, source, images and replica counts. */
+function summaryLines(view: AppView, colour: boolean): string[] {
   const field = (name: string, value: string) => `${`${name}:`.padEnd(15)}${value}`;
   const lines: string[] = [
     field('Name', view.name),
@@ -263,7 +268,12 @@ export function renderApp(view: AppView, colour: boolean, now = Date.now()): str
   lines.push('Replicas:');
   for (const [name, count] of counts) if (count !== undefined) lines.push(`  ${`${name}:`.padEnd(13)}${count}`);
   lines.push('');
+  return lines;
+}
 
+/** The tree below: the App, its build Job, and each revision with its ReplicaSet and pods. */
+function treeRows(view: AppView, colour: boolean, now: number): string[][] {
+  const ago = (t: string | undefined) => age(since(t, now));
   const rows: string[][] = [];
   const row: Row = (prefix, icon, name, kind, status, t, info) =>
     rows.push([`${prefix}${icon} ${name}`, kind, status ? showStatus(status, colour) : '', t ? ago(t) : '', info]);
@@ -321,7 +331,7 @@ export function renderApp(view: AppView, colour: boolean, now = Date.now()): str
   children.forEach((draw, i) => {
     draw('', i === children.length - 1);
   });
-  return `${lines.join('\n')}\n${table(['NAME', 'KIND', 'STATUS', 'AGE', 'INFO'], rows)}\n`;
+  return rows;
 }
 
 type Row = (

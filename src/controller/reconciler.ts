@@ -4,6 +4,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import type { ValueProblem } from '../app/cluster-values.ts';
 import { parseDuration } from '../app/duration.ts';
 import { readIntents, readRefreshRequest } from '../app/intents.ts';
 import type { App, AppStatus } from '../app/schema.ts';
@@ -19,7 +20,6 @@ import {
   withSource,
 } from '../build/status.ts';
 import { isNotFound, type Writer } from '../kube/apply.ts';
-import type { ValueProblem } from '../kube/cluster-values.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import { type KubeAction, type Plan, plan, planInvalid } from '../rollout/bluegreen.ts';
 import { ANN_SCALE_DOWN_AT, FINALIZER } from '../rollout/labels.ts';
@@ -112,7 +112,7 @@ export class Reconciler {
       await this.finish(cached, result, log);
       return {};
     }
-    let app = validation.app;
+    const app = validation.app;
     const generation = app.metadata.generation ?? 0;
     const urlProblem = app.spec.source ? this.o.checkGitUrl(app.spec.source.git.url) : undefined;
     // Before anything is followed or built: an App that cannot be planned touches nothing.
@@ -130,37 +130,12 @@ export class Reconciler {
     await this.reportValueProblems(cached, observed, intentProblems, log);
 
     await this.ensureFinalizer(cached, app, observed);
-    let build: BuildPlan | undefined;
-    let sourceFailure: string | undefined;
-    const buildEvents: KubeAction[] = [];
-    if (app.spec.source && app.spec.build) {
-      const git = app.spec.source.git;
-      this.o.sources.follow(key, {
-        namespace,
-        url: git.url,
-        ref: git.ref,
-        pollIntervalMs: parseDuration(git.pollInterval),
-        ...(git.secretRef ? { secretName: git.secretRef.name } : {}),
-      });
-      const state = this.o.sources.state(key);
-      if (state?.failure) sourceFailure = `source: ${state.failure.message}`;
-      const before = app.status?.build;
-      const status = withSource(app.status, state?.resolved, state?.failure, generation, now.toISOString());
-      app = { ...app, status };
-      build = await this.planBuilds(app, key);
-      for (const action of build.actions) await this.executeBuild(namespace, action, log);
-      app = { ...app, status: withBuild(status, build, generation, now.toISOString()) };
-      buildEvents.push(
-        ...buildTransitionEvents(before, app.status?.build).map((event) => ({ kind: 'event' as const, event })),
-      );
-    } else {
-      this.o.sources.forget(key);
-    }
+    const { app: sourced, build, sourceFailure, buildEvents } = await this.sourceAndBuild(app, key, now, log);
     const result = plan({
-      app,
+      app: sourced,
       observed,
       now,
-      target: targetRevision(app),
+      target: targetRevision(sourced),
       intents,
       ...(this.o.buildDefaults ? { buildDefaults: this.o.buildDefaults } : {}),
       ...(build?.running ? { building: true } : {}),
@@ -169,10 +144,49 @@ export class Reconciler {
     });
     result.actions.unshift(...buildEvents);
     for (const action of result.actions) {
-      if (action.kind !== 'event') await this.execute(app, action, log);
+      if (action.kind !== 'event') await this.execute(sourced, action, log);
     }
     await this.finish(cached, result, log);
     return result.requeueAfterMs !== undefined ? { requeueAfterMs: result.requeueAfterMs } : {};
+  }
+
+  /**
+   * Follows the App's git source and plans its builds (creating or deleting
+   * Jobs); the App comes back with its source and build status. An App that
+   * names an image is not followed.
+   */
+  private async sourceAndBuild(
+    app: App,
+    key: string,
+    now: Date,
+    log: Logger,
+  ): Promise<{ app: App; build?: BuildPlan; sourceFailure?: string; buildEvents: KubeAction[] }> {
+    if (!app.spec.source || !app.spec.build) {
+      this.o.sources.forget(key);
+      return { app, buildEvents: [] };
+    }
+    const namespace = app.metadata.namespace ?? '';
+    const generation = app.metadata.generation ?? 0;
+    const git = app.spec.source.git;
+    this.o.sources.follow(key, {
+      namespace,
+      url: git.url,
+      ref: git.ref,
+      pollIntervalMs: parseDuration(git.pollInterval),
+      ...(git.secretRef ? { secretName: git.secretRef.name } : {}),
+    });
+    const state = this.o.sources.state(key);
+    const before = app.status?.build;
+    const status = withSource(app.status, state?.resolved, state?.failure, generation, now.toISOString());
+    const build = await this.planBuilds({ ...app, status }, key);
+    for (const action of build.actions) await this.executeBuild(namespace, action, log);
+    const after = withBuild(status, build, generation, now.toISOString());
+    return {
+      app: { ...app, status: after },
+      build,
+      ...(state?.failure ? { sourceFailure: `source: ${state.failure.message}` } : {}),
+      buildEvents: buildTransitionEvents(before, after.build).map((event) => ({ kind: 'event' as const, event })),
+    };
   }
 
   /**
