@@ -4,7 +4,7 @@
 // remembering its id in status.handledIntents. Annotations do not bump
 // metadata.generation, so an action is not mistaken for a spec change.
 import { z } from 'zod';
-import { rfc3339Time, shown, type ValueProblem, ValueReader } from '../kube/cluster-values.ts';
+import { rfc3339Time, shown, type ValueProblem, ValueReader } from './cluster-values.ts';
 
 export const ACTIONS = ['promote', 'abort', 'retry', 'undo', 'pause', 'resume'] as const;
 export type Action = (typeof ACTIONS)[number];

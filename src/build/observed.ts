@@ -1,7 +1,7 @@
 // Build Jobs and their pods, trimmed to what the build planner reads. Each
 // label read is checked against the shape Teal writes; a bad one is treated
 // as absent and listed in `problems`.
-import { commitSha, matching, objectName, ValueReader } from '../kube/cluster-values.ts';
+import { commitSha, matching, objectName, ValueReader } from '../app/cluster-values.ts';
 import { LABEL_APP } from '../rollout/labels.ts';
 import { LABEL_BUILD, LABEL_BUILD_SPEC, LABEL_COMMIT } from './job.ts';
 import type { ObservedBuildPod, ObservedJob } from './plan.ts';

@@ -1,9 +1,10 @@
 // What to do about builds, as a pure function of the App, its resolved
 // source and the build Jobs seen: create the one for the current commit,
 // supersede running older ones, keep a short history, and report status.
+
+import type { ValueProblem } from '../app/cluster-values.ts';
 import type { App, AppStatus } from '../app/schema.ts';
 import { parseGitUrl } from '../git/url.ts';
-import type { ValueProblem } from '../kube/cluster-values.ts';
 import { type BuildImages, type BuildJobManifest, buildJobManifest, buildSpecHash } from './job.ts';
 import { type BuildDefaults, imageRepository } from './registry.ts';
 

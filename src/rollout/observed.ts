@@ -13,7 +13,7 @@ import {
   shown,
   type ValueProblem,
   ValueReader,
-} from '../kube/cluster-values.ts';
+} from '../app/cluster-values.ts';
 import {
   ANN_APPLIED,
   ANN_COMMIT,
@@ -40,9 +40,8 @@ export interface ObservedReplicaSet extends ObjectRef {
   commit?: string;
   ownerUid?: string;
   createdAt: string;
-  /** A valid RFC 3339 time, as written; scaleDownAtMs is the same time in epoch milliseconds. */
+  /** A valid RFC 3339 time, as written (an unreadable one is left out and reported). */
   scaleDownAt?: string;
-  scaleDownAtMs?: number;
   generation: number;
   specReplicas: number;
   observedGeneration: number;
@@ -126,7 +125,7 @@ export function observeReplicaSet(raw: unknown): ObservedReplicaSet | undefined 
     ...(commit ? { commit } : {}),
     ...(ownerUid ? { ownerUid } : {}),
     createdAt: time(m.creationTimestamp),
-    ...(scaleDownAtMs !== undefined ? { scaleDownAt: annotations?.[ANN_SCALE_DOWN_AT] ?? '', scaleDownAtMs } : {}),
+    ...(scaleDownAtMs !== undefined ? { scaleDownAt: annotations?.[ANN_SCALE_DOWN_AT] ?? '' } : {}),
     generation: m.generation ?? 0,
     specReplicas: rs.spec?.replicas ?? 0,
     observedGeneration: rs.status?.observedGeneration ?? 0,

@@ -1,6 +1,8 @@
 // The blue/green planner's decisions, each a named predicate over plain
 // values, so every rule is read and tested on its own (as Argo Rollouts names
 // isBlueGreenFastTracked and IsSaturated), apart from the steps that act on them.
+
+import { rfc3339Time } from '../app/cluster-values.ts';
 import type { AppStatus } from '../app/schema.ts';
 import type { ObservedReplicaSet } from './observed.ts';
 
@@ -9,9 +11,7 @@ import type { ObservedReplicaSet } from './observed.ts';
  * with edit rights can change it, so anything but a real time is absent.
  */
 export function parseTime(value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const ms = Date.parse(value);
-  return Number.isFinite(ms) ? ms : undefined;
+  return value === undefined ? undefined : rfc3339Time.parse(value);
 }
 
 /** When the ReplicaSet is due to go to zero, if Teal marked it (and the mark is readable). */

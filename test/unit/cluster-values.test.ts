@@ -2,9 +2,9 @@
 // the shape Teal writes; anything else is treated as absent and reported with
 // the object, the key and why.
 import { describe, expect, it } from 'vitest';
+import { positiveInteger, rfc3339Time, selectorJson, shown } from '../../src/app/cluster-values.ts';
 import { intentAnnotation, readIntents, readRefreshRequest } from '../../src/app/intents.ts';
 import { observeBuildPod, observeJob } from '../../src/build/observed.ts';
-import { positiveInteger, rfc3339Time, selectorJson, shown } from '../../src/kube/cluster-values.ts';
 import {
   ANN_APPLIED,
   ANN_COMMIT,
@@ -111,14 +111,13 @@ describe('observeReplicaSet', () => {
       image: 'registry.example.com/team/web:2',
       commit: COMMIT,
       scaleDownAt: '2026-11-21T10:00:30.000Z',
-      scaleDownAtMs: Date.parse('2026-11-21T10:00:30Z'),
     });
     expect(rs?.problems).toBeUndefined();
   });
 
   it.each<[string, string, string, { absent?: string[]; revision?: number; image?: string }]>([
-    [ANN_SCALE_DOWN_AT, 'not-a-time', 'an RFC 3339 time', { absent: ['scaleDownAt', 'scaleDownAtMs'] }],
-    [ANN_SCALE_DOWN_AT, '', 'an RFC 3339 time', { absent: ['scaleDownAt', 'scaleDownAtMs'] }],
+    [ANN_SCALE_DOWN_AT, 'not-a-time', 'an RFC 3339 time', { absent: ['scaleDownAt'] }],
+    [ANN_SCALE_DOWN_AT, '', 'an RFC 3339 time', { absent: ['scaleDownAt'] }],
     [ANN_REVISION, 'three', 'a positive integer', { revision: 0 }],
     [ANN_REVISION, '1e400', 'a positive integer', { revision: 0 }],
     [ANN_REVISION, '-2', 'a positive integer', { revision: 0 }],

@@ -9,7 +9,8 @@ const MAIN = new URL('../../src/main.ts', import.meta.url).pathname;
 
 async function start(args: string[]): Promise<{ code: number; stderr: string }> {
   try {
-    await run(process.execPath, [MAIN, ...args], { timeout: 20_000 });
+    // A bound against a hang, not a speed check: Node starts slowly on a busy machine.
+    await run(process.execPath, [MAIN, ...args], { timeout: 120_000 });
     return { code: 0, stderr: '' };
   } catch (err) {
     const e = err as { code?: number; stderr?: string };
@@ -27,6 +28,25 @@ describe('operator flags', () => {
     [['--concurrency', '0'], '--concurrency:'],
     [['--http-addr', '8081'], '--http-addr: must be host:port'],
     [['--tls-cert-file', '/tmp/cert.pem'], '--tls-cert-file and --tls-key-file go together'],
+  ])('%j is refused: %s', async (args, message) => {
+    const { code, stderr } = await start(args);
+    expect(code).toBe(2);
+    expect(stderr.split('\n')[0]).toContain(message);
+  });
+});
+
+// Request and shutdown timings: a request must end before the renew deadline, or a write sent in
+// one lease term could land in the next.
+describe('request and shutdown timing flags', () => {
+  it.each([
+    [['--request-timeout', '10'], '--request-timeout: must be shorter than --renew-deadline (10s)'],
+    [
+      ['--renew-deadline', '4', '--request-timeout', '4'],
+      '--request-timeout: must be shorter than --renew-deadline (4s)',
+    ],
+    [['--request-timeout', '0'], '--request-timeout: must be at least 0.1s'],
+    [['--graceful-shutdown-timeout', '0'], '--graceful-shutdown-timeout: must be at least 0.1s'],
+    [['--lease-duration', '10', '--renew-deadline', '10'], '--renew-deadline: must be shorter than --lease-duration'],
   ])('%j is refused: %s', async (args, message) => {
     const { code, stderr } = await start(args);
     expect(code).toBe(2);

@@ -1,8 +1,6 @@
 // Every API request but a watch runs under a timeout and the lease-loss
-// fence; the operator refuses request timings that would let a write outlive
-// its lease.
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
+// fence. (The flags that would let a write outlive its lease are refused:
+// test/unit/operator-flags.test.ts.)
 import { describe, expect, it } from 'vitest';
 import { isLongRunning, RequestTimeoutError, requestSignal } from '../../src/kube/client.ts';
 
@@ -57,36 +55,5 @@ describe('isLongRunning', () => {
     ['https://127.0.0.1:6443/api/v1/pods?watch=false', false],
   ])('%s: %s', (url, expected) => {
     expect(isLongRunning(url)).toBe(expected);
-  });
-});
-
-const run = promisify(execFile);
-const MAIN = new URL('../../src/main.ts', import.meta.url).pathname;
-
-async function start(args: string[]): Promise<{ code: number; stderr: string }> {
-  try {
-    await run(process.execPath, [MAIN, ...args], { timeout: 20_000 });
-    return { code: 0, stderr: '' };
-  } catch (err) {
-    const e = err as { code?: number; stderr?: string };
-    return { code: e.code ?? -1, stderr: e.stderr ?? '' };
-  }
-}
-
-// Each case starts a Node process: slow on a busy machine.
-describe('request and shutdown timing flags', { timeout: 60_000 }, () => {
-  it.each([
-    [['--request-timeout', '10'], '--request-timeout: must be shorter than --renew-deadline (10s)'],
-    [
-      ['--renew-deadline', '4', '--request-timeout', '4'],
-      '--request-timeout: must be shorter than --renew-deadline (4s)',
-    ],
-    [['--request-timeout', '0'], '--request-timeout: must be at least 0.1s'],
-    [['--graceful-shutdown-timeout', '0'], '--graceful-shutdown-timeout: must be at least 0.1s'],
-    [['--lease-duration', '10', '--renew-deadline', '10'], '--renew-deadline: must be shorter than --lease-duration'],
-  ])('%j is refused: %s', async (args, message) => {
-    const { code, stderr } = await start(args);
-    expect(code).toBe(2);
-    expect(stderr.split('\n')[0]).toContain(message);
   });
 });

@@ -2,7 +2,7 @@
 // cluster. Anyone with edit rights can change them, so each is parsed into the
 // shape Teal writes; anything else is treated as absent and reported once, as
 // a Warning Event on the App (see Reconciler.reportValueProblems).
-import { COMMIT_SHA, DNS1123_SUBDOMAIN, IMAGE_REFERENCE } from '../app/patterns.ts';
+import { COMMIT_SHA, DNS1123_SUBDOMAIN, IMAGE_REFERENCE } from './patterns.ts';
 
 /** The Warning Event reason for a value Teal ignored. */
 export type ValueProblemReason = 'InvalidAnnotation' | 'InvalidLabel' | 'InvalidSelector';
