@@ -15,7 +15,7 @@ import { ACTIONS, type Action, IntentSchema, intentAnnotation, readIntents } fro
 import { DNS1123_LABEL } from '../app/patterns.ts';
 import { GROUP, PLURAL, VERSION } from '../app/schema.ts';
 import { APPS_INDEX, type Cached, type CachedApp } from '../controller/cache.ts';
-import { errorMessage } from '../kube/apply.ts';
+import { errorMessage } from '../kube/errors.ts';
 import type { Informer } from '../kube/informer.ts';
 import type { SharedInformer } from '../kube/multi-namespace-informer.ts';
 import { type ActionArgs, actionVerdict, UNKNOWN, type Unknown, viewOfApp } from '../rollout/action-rules.ts';

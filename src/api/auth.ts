@@ -15,7 +15,7 @@ import {
   type V1SubjectAccessReview,
 } from '@kubernetes/client-node';
 import { GROUP, PLURAL } from '../app/schema.ts';
-import { errorMessage } from '../kube/apply.ts';
+import { errorMessage } from '../kube/errors.ts';
 import { ApiError, unauthorized } from './errors.ts';
 
 /** The authenticated caller, as the TokenReview named it. */

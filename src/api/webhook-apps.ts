@@ -4,7 +4,7 @@
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { CachedApp } from '../controller/cache.ts';
 import { normalizeRepoUrl } from '../git/url.ts';
-import { isNotFound } from '../kube/apply.ts';
+import { isNotFound } from '../kube/errors.ts';
 import { type SecretLoader, WebhookSecretCache } from './webhook-secret-cache.ts';
 import type { Candidate, WebhookHint } from './webhooks.ts';
 

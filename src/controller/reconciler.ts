@@ -19,7 +19,8 @@ import {
   withBuild,
   withSource,
 } from '../build/status.ts';
-import { isNotFound, type Writer } from '../kube/apply.ts';
+import type { Writer } from '../kube/apply.ts';
+import { isNotFound } from '../kube/errors.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import { type KubeAction, type Plan, plan, planInvalid } from '../rollout/bluegreen.ts';
 import { ANN_SCALE_DOWN_AT, FINALIZER } from '../rollout/labels.ts';

@@ -8,7 +8,7 @@ import type { ResolvedSource, SourceFailure } from '../build/status.ts';
 import { credentialsFromSecretData } from '../git/credentials.ts';
 import { isGitError } from '../git/errors.ts';
 import { type ResolveOutcome, SourcePoller } from '../git/poller.ts';
-import { isNotFound } from '../kube/apply.ts';
+import { isNotFound } from '../kube/errors.ts';
 import type { FollowSpec, SourceView } from './reconciler.ts';
 
 export interface SourcesOptions {

@@ -2,7 +2,6 @@
 // merge patches for small changes, and the App status with optimistic
 // concurrency.
 import {
-  ApiException,
   AppsV1Api,
   BatchV1Api,
   CustomObjectsApi,
@@ -13,25 +12,9 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { API_VERSION, type AppStatus, GROUP, KIND, PLURAL, VERSION } from '../app/schema.ts';
+import { isNotFound } from './errors.ts';
 
 export const FIELD_MANAGER = 'teal';
-
-export const isNotFound = (err: unknown) => err instanceof ApiException && err.code === 404;
-export const isConflict = (err: unknown) => err instanceof ApiException && err.code === 409;
-
-/** One line for logs: the API server's own message rather than the whole response. */
-export function errorMessage(err: unknown): string {
-  if (err instanceof ApiException) {
-    try {
-      const body = JSON.parse(String(err.body)) as { message?: string };
-      if (body.message) return `${err.code}: ${body.message}`;
-    } catch {
-      // Not a Status body.
-    }
-    return `HTTP ${err.code}`;
-  }
-  return err instanceof Error ? err.message : String(err);
-}
 
 export class Writer {
   private readonly objects: KubernetesObjectApi;

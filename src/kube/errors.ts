@@ -1,0 +1,67 @@
+// What an API server's answer says when a request fails: its status code, the
+// Status reason and message, and whether trying again can help. Every room
+// that talks to the API server reads errors through these helpers.
+import { ApiException } from '@kubernetes/client-node';
+
+/** The parts of a Kubernetes Status body Teal reads. */
+export interface ApiStatus {
+  code: number;
+  /** Status.reason, e.g. Forbidden, Invalid, AlreadyExists. */
+  reason?: string;
+  message: string;
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The Kubernetes Status in an error, if the API server answered at all. */
+export function apiStatusOf(err: unknown): ApiStatus | undefined {
+  if (!(err instanceof ApiException)) return undefined;
+  const code = Number(err.code);
+  const raw: unknown = err.body;
+  let body = raw;
+  if (typeof raw === 'string') {
+    try {
+      body = JSON.parse(raw);
+    } catch {
+      return { code, message: raw.slice(0, 300) };
+    }
+  }
+  if (!isRecord(body)) return { code, message: '' };
+  return {
+    code,
+    ...(typeof body.reason === 'string' ? { reason: body.reason } : {}),
+    message: typeof body.message === 'string' ? body.message : '',
+  };
+}
+
+export const isNotFound = (err: unknown): boolean => apiStatusOf(err)?.code === 404;
+export const isConflict = (err: unknown): boolean => apiStatusOf(err)?.code === 409;
+
+/** The value, or undefined when the API server says the object is not there. */
+export async function ignoreNotFound<T>(request: Promise<T>): Promise<T | undefined> {
+  try {
+    return await request;
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * Answers that the same request will get again until a person changes
+ * something (RBAC, a quota, a policy, the spec): retrying them soon only
+ * loads the API server. 409 (a stale read), 429 and 5xx pass with time.
+ */
+const TERMINAL_CODES = new Set([400, 401, 403, 405, 406, 413, 415, 422]);
+
+export function isTerminal(err: unknown): boolean {
+  const status = apiStatusOf(err);
+  return status !== undefined && TERMINAL_CODES.has(status.code);
+}
+
+/** One line for logs and status: the API server's own message rather than the whole response. */
+export function errorMessage(err: unknown): string {
+  const status = apiStatusOf(err);
+  if (status) return status.message ? `${status.code}: ${status.message}` : `HTTP ${status.code}`;
+  return err instanceof Error ? err.message : String(err);
+}
