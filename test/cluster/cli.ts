@@ -8,6 +8,7 @@ import { openSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { waitFor } from '../support/wait.ts';
 import { type Cluster, ensureBinaries, kubectlApply, startCluster, stopCluster, stopClusterSync } from './cluster.ts';
 import { prepareDemo } from './demo.ts';
 
@@ -17,17 +18,18 @@ const HTTP_ADDR = process.env.TEAL_DEV_HTTP_ADDR ?? '127.0.0.1:8081';
 
 /** Resolves once the operator answers /readyz; fails if it exits first. */
 async function waitForOperator(operator: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    if (operator.exitCode !== null) throw new Error(`the operator exited with code ${operator.exitCode}`);
-    const ready = await fetch(`http://${HTTP_ADDR}/readyz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ready) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`the operator was not ready on ${HTTP_ADDR} within 60 s`);
+  await waitFor(
+    `the operator to be ready on ${HTTP_ADDR}`,
+    async () => {
+      if (operator.exitCode !== null) throw new Error(`the operator exited with code ${operator.exitCode}`);
+      const ready = await fetch(`http://${HTTP_ADDR}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      );
+      return ready ? true : undefined;
+    },
+    { intervalMs: 200 },
+  );
 }
 
 async function up(): Promise<void> {

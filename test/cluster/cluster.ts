@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { waitFor } from '../support/wait.ts';
 
 const run = promisify(execFile);
 const here = fileURLToPath(new URL('.', import.meta.url));
@@ -77,6 +78,15 @@ export interface StartOptions {
   log?: (line: string) => void;
 }
 
+/**
+ * How long each step of the boot may take. A bound against hangs, not a
+ * performance check: on a busy 2-core machine the API server alone may need a
+ * minute, and every step returns as soon as its condition holds.
+ */
+export const BOOT_STEP_MS = 5 * 60_000;
+/** A single kubectl or kwokctl call that hangs is cut off, so that the step tries again. */
+const CALL_MS = 60_000;
+
 export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
   const log = opts.log ?? (() => {});
   reapStaleClusters(log);
@@ -86,34 +96,134 @@ export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
   writeFileSync(join(workdir, OWNER_FILE), String(process.pid));
   const name = opts.name ?? 'teal-test';
   const kubeconfig = join(workdir, 'kubeconfig.yaml');
-  const config = join(workdir, 'kwokctl.yaml');
-  writeFileSync(config, kwokctlConfig(binDir));
-  const env = clusterEnv(binDir, workdir, kubeconfig);
-  const cluster: Cluster = { name, workdir, kubeconfig, binDir, env };
+  const cluster: Cluster = { name, workdir, kubeconfig, binDir, env: clusterEnv(binDir, workdir, kubeconfig) };
   try {
-    await run(
-      join(binDir, 'kwokctl'),
-      ['create', 'cluster', '--name', name, '--config', config, '--kubeconfig', kubeconfig, '--wait', '300s'],
-      { env },
-    );
-    await kubectlApply(cluster, nodeManifest(NODE_NAME));
-    await run(join(binDir, 'kubectl'), ['wait', '--for=condition=Ready', `node/${NODE_NAME}`, '--timeout=300s'], {
-      env,
-    });
-    // The default ServiceAccount of a namespace comes from the controller-manager;
-    // waiting for it here means tests never race it.
-    await run(
-      join(binDir, 'kubectl'),
-      ['wait', '--for=create', 'serviceaccount/default', '-n', 'default', '--timeout=300s'],
-      {
-        env,
-      },
-    );
+    await boot(cluster, log);
   } catch (err) {
+    // The cause is usually in a component's own log, which stopCluster removes.
+    printComponentLogs(cluster);
     await stopCluster(cluster).catch(() => {});
     throw err;
   }
   return cluster;
+}
+
+/**
+ * kwokctl starts the components without waiting for them, and kwokctl's own
+ * readiness wait does not fail the command: each step here waits for its own
+ * condition and retries while a component is still starting.
+ */
+async function boot(cluster: Cluster, log: (line: string) => void): Promise<void> {
+  const config = join(cluster.workdir, 'kwokctl.yaml');
+  writeFileSync(config, kwokctlConfig(cluster.binDir));
+  await run(
+    join(cluster.binDir, 'kwokctl'),
+    ['create', 'cluster', '--name', cluster.name, '--config', config, '--kubeconfig', cluster.kubeconfig],
+    { env: cluster.env },
+  );
+  // A component found stopped is started again: KWOK, for one, gives up on an API
+  // server that is slow to answer (about 30 s) and exits.
+  const restart = () => restartStoppedComponents(cluster, log);
+  await waitForOutput(cluster, 'the API server to be ready', ['get', '--raw', '/readyz'], 'ok', restart);
+  await waitFor('the node to be created', () => kubectlApply(cluster, nodeManifest(NODE_NAME)).then(() => true), {
+    timeoutMs: BOOT_STEP_MS,
+    intervalMs: 1_000,
+  });
+  await waitForOutput(
+    cluster,
+    `node/${NODE_NAME} to be Ready`,
+    ['get', 'node', NODE_NAME, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'],
+    'True',
+    restart,
+  );
+  // The default ServiceAccount of a namespace comes from the controller-manager;
+  // waiting for it here means tests never race it.
+  await waitForOutput(
+    cluster,
+    'the default ServiceAccount',
+    ['get', 'serviceaccount', 'default', '-n', 'default', '-o', 'name'],
+    'serviceaccount/default',
+    restart,
+  );
+}
+
+/** kubectl's output, trimmed; a call that fails or hangs throws. */
+export async function kubectlOutput(cluster: Pick<Cluster, 'binDir' | 'env'>, args: string[]): Promise<string> {
+  const { stdout } = await run(join(cluster.binDir, 'kubectl'), [`--request-timeout=${CALL_MS / 1000}s`, ...args], {
+    env: cluster.env,
+    timeout: CALL_MS + 10_000,
+  });
+  return stdout.trim();
+}
+
+/**
+ * Polls until kubectl prints want, for up to BOOT_STEP_MS; a refused connection
+ * or another error (a component still starting) is tried again. before runs
+ * ahead of each try.
+ */
+export async function waitForOutput(
+  cluster: Pick<Cluster, 'binDir' | 'env'>,
+  what: string,
+  args: string[],
+  want: string,
+  before: () => Promise<void> = async () => {},
+): Promise<void> {
+  await waitFor(
+    what,
+    async () => {
+      await before();
+      const out = await kubectlOutput(cluster, args);
+      if (out !== want) throw new Error(`kubectl ${args.join(' ')} printed ${JSON.stringify(out)}`);
+      return true;
+    },
+    { timeoutMs: BOOT_STEP_MS, intervalMs: 1_000 },
+  );
+}
+
+/** Starts again any component that has exited, and says which, with the end of its log. */
+async function restartStoppedComponents(cluster: Cluster, log: (line: string) => void): Promise<void> {
+  const kwokctl = join(cluster.binDir, 'kwokctl');
+  const { stdout } = await run(kwokctl, ['get', 'components', '--name', cluster.name, '-o', 'wide'], {
+    env: cluster.env,
+    timeout: CALL_MS,
+  });
+  const stopped = stdout
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/))
+    .filter(([, status]) => status === 'Stopped')
+    .map(([component]) => component as string);
+  if (stopped.length === 0) return;
+  for (const component of stopped) {
+    log(`test cluster: ${component} has exited; starting it again. The end of its log:`);
+    printLogTail(cluster, `${component}.log`);
+  }
+  // Starts only what is not running.
+  await run(kwokctl, ['start', 'cluster', '--name', cluster.name], { env: cluster.env, timeout: CALL_MS });
+}
+
+const LOG_LINES = 30;
+const LOG_LINE_CHARS = 400;
+
+function logsDir(cluster: Pick<Cluster, 'name' | 'workdir'>): string {
+  return join(cluster.workdir, 'clusters', cluster.name, 'logs');
+}
+
+/** The end of every component's log (kwok-controller, kube-apiserver, etcd, ...), to stderr. */
+export function printComponentLogs(cluster: Pick<Cluster, 'name' | 'workdir'>): void {
+  const dir = logsDir(cluster);
+  if (!existsSync(dir)) {
+    process.stderr.write(`test cluster: no component logs in ${dir}\n`);
+    return;
+  }
+  for (const file of readdirSync(dir).sort()) printLogTail(cluster, file);
+}
+
+function printLogTail(cluster: Pick<Cluster, 'name' | 'workdir'>, file: string): void {
+  const path = join(logsDir(cluster), file);
+  if (!existsSync(path)) return;
+  const lines = readFileSync(path, 'utf8').trimEnd().split('\n').slice(-LOG_LINES);
+  const cut = lines.map((l) => (l.length > LOG_LINE_CHARS ? `${l.slice(0, LOG_LINE_CHARS)}...` : l));
+  process.stderr.write(`--- ${path} (last ${lines.length} lines) ---\n${cut.join('\n')}\n`);
 }
 
 export async function stopCluster(cluster: Pick<Cluster, 'name' | 'workdir' | 'binDir'>): Promise<void> {

@@ -1,9 +1,16 @@
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import type { TestProject } from 'vitest/node';
-import { type Cluster, kubectlApply, startCluster, stopCluster, stopClusterSync } from '../cluster/cluster.ts';
+import {
+  BOOT_STEP_MS,
+  type Cluster,
+  kubectlApply,
+  printComponentLogs,
+  startCluster,
+  stopCluster,
+  stopClusterSync,
+  waitForOutput,
+} from '../cluster/cluster.ts';
+import { waitFor } from '../support/wait.ts';
 
 const CRD = new URL('../../config/crd/teal.dev_apps.yaml', import.meta.url);
 
@@ -30,14 +37,28 @@ export async function setup(project: TestProject): Promise<void> {
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, stopOnSignal);
   process.once('exit', () => cluster && process.env.TEAL_KEEP_CLUSTER !== '1' && stopClusterSync(cluster));
   // Every e2e file works with Apps: install the CRD once.
-  await kubectlApply(cluster, readFileSync(CRD, 'utf8'));
-  await promisify(execFile)(
-    join(cluster.binDir, 'kubectl'),
-    ['wait', '--for=condition=Established', 'crd/apps.teal.dev', '--timeout=300s'],
-    { env: cluster.env },
-  );
+  await installCrd(cluster);
   project.provide('kubeconfig', cluster.kubeconfig);
   project.provide('binDir', cluster.binDir);
+}
+
+async function installCrd(c: Cluster): Promise<void> {
+  try {
+    const crd = readFileSync(CRD, 'utf8');
+    await waitFor('the App CRD to be applied', () => kubectlApply(c, crd).then(() => true), {
+      timeoutMs: BOOT_STEP_MS,
+      intervalMs: 1_000,
+    });
+    await waitForOutput(
+      c,
+      'the App CRD to be established',
+      ['get', 'crd', 'apps.teal.dev', '-o', 'jsonpath={.status.conditions[?(@.type=="Established")].status}'],
+      'True',
+    );
+  } catch (err) {
+    printComponentLogs(c);
+    throw err;
+  }
 }
 
 export async function teardown(): Promise<void> {

@@ -45,34 +45,7 @@ export async function createNamespace(prefix: string): Promise<{ name: string; r
   };
 }
 
-/**
- * How long a wait may take before a test fails. A bound against hangs, not a
- * performance check: a busy CI machine may be many times slower than a quiet
- * one, and a passing wait returns as soon as its condition holds.
- */
-export const WAIT_MS = 120_000;
-
-/** Polls until check returns a value other than undefined, or fails with the last reason. */
-export async function waitFor<T>(
-  what: string,
-  check: () => Promise<T | undefined>,
-  { timeoutMs = WAIT_MS, intervalMs = 100 } = {},
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    }
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
+export { WAIT_MS, waitFor } from './wait.ts';
 
 /** Runs the cluster's real kubectl. */
 export async function kubectl(
