@@ -12,6 +12,10 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['src/**/*.test.ts', 'test/unit/**/*.test.ts'],
+          // Some unit tests start a process (the operator, app.py): bounds against hangs,
+          // as in e2e, not vitest's 5 s and 10 s, which a busy machine's slowest start passes.
+          testTimeout: 300_000,
+          hookTimeout: 300_000,
         },
       },
       {
