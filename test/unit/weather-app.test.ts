@@ -4,9 +4,9 @@ import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo, connect } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WAIT_MS, waitFor } from '../support/wait.ts';
 
 const APP = fileURLToPath(new URL('../../examples/weather-app/app.py', import.meta.url));
 const KEY = 'owm-test-key-5f3c9a71';
@@ -45,10 +45,11 @@ async function startApp(env: Record<string, string> = {}): Promise<Running> {
   }
   const port = await new Promise<number>((resolve, reject) => {
     // Killed here, since the caller never gets a handle to kill it in afterAll.
+    // A bound against hangs, not on how fast python starts: a busy machine is slow.
     const timer = setTimeout(() => {
       proc.kill('SIGKILL');
-      reject(new Error(`app.py did not start within 5s:\n${out}`));
-    }, 5000);
+      reject(new Error(`app.py did not start within ${WAIT_MS} ms:\n${out}`));
+    }, WAIT_MS);
     proc.stdout.on('data', () => {
       const match = /listening on 127\.0\.0\.1:(\d+)\n/.exec(out);
       if (!match?.[1]) return;
@@ -70,7 +71,9 @@ async function stopApp(app: Running | undefined): Promise<void> {
 
 /** The app logs a request after answering it, so its line may come a little after the response. */
 async function outputWhen(app: Running | undefined, done: (output: string) => boolean): Promise<string> {
-  for (let i = 0; i < 100 && !done(app?.output() ?? ''); i++) await sleep(20);
+  await waitFor('the log line', async () => (done(app?.output() ?? '') ? true : undefined), { intervalMs: 20 }).catch(
+    () => {},
+  );
   return app?.output() ?? '';
 }
 
