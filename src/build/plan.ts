@@ -5,7 +5,8 @@
 import type { ValueProblem } from '../app/cluster-values.ts';
 import type { App, AppStatus } from '../app/schema.ts';
 import { parseGitUrl } from '../git/url.ts';
-import { type BuildImages, type BuildJobManifest, buildJobManifest, buildSpecHash } from './job.ts';
+import type { BuildAction } from '../rollout/cluster-actions.ts';
+import { type BuildImages, buildJobManifest, buildSpecHash } from './job.ts';
 import { type BuildDefaults, imageRepository } from './registry.ts';
 
 export interface ObservedJob {
@@ -40,10 +41,6 @@ export interface ObservedBuildPod {
   /** Labels that were ignored, and why (see build/observed.ts). */
   problems?: ValueProblem[];
 }
-
-export type BuildAction =
-  | { kind: 'createJob'; manifest: BuildJobManifest }
-  | { kind: 'deleteJob'; name: string; why: string };
 
 export interface BuildPlan {
   actions: BuildAction[];

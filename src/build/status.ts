@@ -3,7 +3,7 @@
 import { setCondition } from '../app/conditions.ts';
 import type { AppStatus } from '../app/schema.ts';
 import { revisionString, shortCommit } from '../git/revision.ts';
-import type { PlannerEvent } from '../rollout/actions.ts';
+import type { PlannerEvent } from '../rollout/cluster-actions.ts';
 import type { BuildPlan } from './plan.ts';
 
 export interface ResolvedSource {

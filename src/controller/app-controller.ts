@@ -5,11 +5,13 @@ import type { Logger } from 'pino';
 import { ANN_REFRESH, readRefreshRequest } from '../app/intents.ts';
 import type { BuildImages } from '../build/job.ts';
 import type { BuildDefaults } from '../build/registry.ts';
-import { Writer } from '../kube/apply.ts';
+import { ClusterClient } from '../kube/cluster-client.ts';
 import { errorMessage, isConflict } from '../kube/errors.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import { WorkQueue } from '../kube/workqueue.ts';
 import { type CachedApp, type Caches, makeCaches } from './cache.ts';
+import { Controller, type Decision } from './controller.ts';
+import { ActionFailed } from './executor.ts';
 import type { Metrics } from './metrics.ts';
 import { NotLeaderError, Reconciler, type SourceView } from './reconciler.ts';
 
@@ -39,6 +41,17 @@ function appChanged(old: CachedApp, next: CachedApp): boolean {
   );
 }
 
+/** A conflict means the cache was behind a write: the retry sees the new state, so it is no news. */
+function logFailure(log: Logger, key: string, err: unknown, decision: Decision): void {
+  if (err instanceof NotLeaderError) return;
+  const level = isConflict(err) ? 'debug' : 'warn';
+  const retry = decision.next === 'terminalBackoff' ? 'will retry slowly: it needs a person' : 'will retry';
+  // The API server's answer on its own, and what was being done apart from it.
+  const fields =
+    err instanceof ActionFailed ? { doing: err.doing, err: errorMessage(err.cause) } : { err: errorMessage(err) };
+  log[level]({ app: key, ...fields }, `reconcile failed; ${retry}`);
+}
+
 export class AppController {
   readonly caches: Caches;
   private readonly options: AppControllerOptions;
@@ -50,9 +63,8 @@ export class AppController {
     this.options = options;
     this.caches = makeCaches(options.kubeConfig, options.namespaces, options.logger);
     this.reconciler = new Reconciler({
-      kubeConfig: options.kubeConfig,
       caches: this.caches,
-      writer: new Writer(options.kubeConfig),
+      client: new ClusterClient(options.kubeConfig),
       recorder: options.recorder,
       logger: options.logger,
       canWrite: options.canWrite,
@@ -110,45 +122,23 @@ export class AppController {
   /** Starts reconciling: on becoming leader. Every App is queued once. */
   startWorkers(): void {
     if (this.queue) return;
-    const metrics = this.options.metrics;
+    const { metrics, concurrency, logger: log } = this.options;
     const queue = new WorkQueue(metrics ? { metrics: metrics.workqueue() } : {});
     this.queue = queue;
-    let active = 0;
-    metrics?.workers(this.options.concurrency, 0);
     for (const app of this.caches.apps.list()) queue.add(`${app.metadata.namespace}/${app.metadata.name}`);
-    const log = this.options.logger;
-    this.workers = queue.start(
-      this.options.concurrency,
-      async (key) => {
+    const controller = new Controller({
+      queue,
+      concurrency,
+      reconcile: async (key) => {
         const started = performance.now();
-        metrics?.workers(this.options.concurrency, ++active);
-        try {
-          const result = await this.reconciler.reconcile(key);
-          // A bad wake-up time is a bug to report and back off from, never a requeue at once.
-          const after = result.requeueAfterMs;
-          if (after !== undefined && !(Number.isFinite(after) && after >= 0)) {
-            throw new RangeError(`the plan asked for a requeue after ${after} ms`);
-          }
-          const seconds = (performance.now() - started) / 1000;
-          metrics?.reconciled(seconds, result.requeueAfterMs !== undefined ? 'requeue_after' : 'success');
-          log.debug({ app: key, ms: Math.round(seconds * 1000) }, 'reconciled');
-          return result;
-        } catch (err) {
-          metrics?.reconciled((performance.now() - started) / 1000, 'error');
-          throw err;
-        } finally {
-          metrics?.workers(this.options.concurrency, --active);
-        }
+        const result = await this.reconciler.reconcile(key);
+        log.debug({ app: key, ms: Math.round(performance.now() - started) }, 'reconciled');
+        return result;
       },
-      {
-        onError: (key, err) => {
-          if (err instanceof NotLeaderError) return;
-          // A conflict means the cache was behind a write: the retry sees the new state.
-          const level = isConflict(err) ? 'debug' : 'warn';
-          log[level]({ app: key, err: errorMessage(err) }, 'reconcile failed; will retry');
-        },
-      },
-    );
+      ...(metrics ? { metrics } : {}),
+      onError: (key, err, decision) => logFailure(log, key, err, decision),
+    });
+    this.workers = controller.start();
   }
 
   /** Gauges read at scrape time: Apps by phase, and the queue's in-progress work. */

@@ -1,16 +1,18 @@
-// The App reconciler: read the cache, ask the planner, carry out its
-// actions, write status. All decisions live in src/rollout; this file only
-// does I/O, in the order the plan gives.
+// The App reconciler, read top to bottom as Flux's reconcilers are: check the
+// spec, then a list of sub-steps (observe, source, build, rollout), each with
+// its own result, the lowest requeue winning; whatever happens, summarize()
+// writes the status that is true. All decisions live in the planners
+// (src/build, src/rollout); this file reads the cache, asks them, and hands
+// their actions to the one executor.
 import { isDeepStrictEqual } from 'node:util';
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ValueProblem } from '../app/cluster-values.ts';
 import { parseDuration } from '../app/duration.ts';
-import { readIntents, readRefreshRequest } from '../app/intents.ts';
+import { type Intent, readIntents, readRefreshRequest } from '../app/intents.ts';
 import type { App, AppStatus } from '../app/schema.ts';
 import { validateApp } from '../app/validate.ts';
 import { type BuildImages, buildSpecHash } from '../build/job.ts';
-import { type BuildAction, type BuildPlan, planBuild } from '../build/plan.ts';
+import { type BuildPlan, planBuild } from '../build/plan.ts';
 import type { BuildDefaults } from '../build/registry.ts';
 import {
   buildTransitionEvents,
@@ -19,23 +21,23 @@ import {
   withBuild,
   withSource,
 } from '../build/status.ts';
-import type { Writer } from '../kube/apply.ts';
-import { isNotFound } from '../kube/errors.ts';
+import type { ClusterClient } from '../kube/cluster-client.ts';
+import { errorMessage, isConflict } from '../kube/errors.ts';
 import type { EventRecorder } from '../kube/events.ts';
-import { type KubeAction, type Plan, plan, planInvalid } from '../rollout/bluegreen.ts';
-import { ANN_SCALE_DOWN_AT, FINALIZER } from '../rollout/labels.ts';
+import { plan, planInvalid } from '../rollout/bluegreen.ts';
+import type { ClusterAction, PlannerEvent } from '../rollout/cluster-actions.ts';
+import { FINALIZER } from '../rollout/labels.ts';
 import { type Observed, type ObservedService, observeService } from '../rollout/observed.ts';
-import { isAdopted, restoredServiceManifest, serviceName } from '../rollout/service.ts';
+import { isAdopted, serviceName } from '../rollout/service.ts';
 import { specProblems } from '../rollout/spec-problems.ts';
 import { targetRevision } from '../rollout/target.ts';
 import { APPS_INDEX, type CachedApp, type Caches, JOBS_INDEX } from './cache.ts';
+import { Executor, NotLeaderError, type Target } from './executor.ts';
 import type { Metrics } from './metrics.ts';
+import { countTransitions } from './reconcile-metrics.ts';
+import { failedSummary } from './summary.ts';
 
-export class NotLeaderError extends Error {
-  constructor() {
-    super('not the leader: writes are refused');
-  }
-}
+export { NotLeaderError } from './executor.ts';
 
 /** What the git poller knows of each App's source (see controller/sources.ts). */
 export interface SourceView {
@@ -55,7 +57,6 @@ export interface FollowSpec {
 }
 
 export interface ReconcilerOptions {
-  kubeConfig: KubeConfig;
   caches: Caches;
   sources: SourceView;
   buildImages: BuildImages;
@@ -64,7 +65,8 @@ export interface ReconcilerOptions {
   /** Checks a git URL the schema accepted against the operator's policy (file:// only for local use). */
   checkGitUrl: (url: string) => string | undefined;
   metrics?: Metrics;
-  writer: Writer;
+  /** Every read the cache cannot serve and every write go through this one client. */
+  client: ClusterClient;
   recorder: EventRecorder;
   logger: Logger;
   /** Checked before every write: only the Lease holder writes. */
@@ -76,118 +78,226 @@ export interface Result {
   requeueAfterMs?: number;
 }
 
+/** What one reconcile of one App carries from step to step. */
+interface Reconciliation {
+  key: string;
+  cached: CachedApp;
+  target: Target;
+  now: Date;
+  log: Logger;
+  /** The status the finished steps found true: what summarize() writes. */
+  status: AppStatus;
+  /** Recorded once that status has landed. */
+  events: PlannerEvent[];
+  observed: Observed;
+  intents: readonly Intent[];
+  build?: BuildPlan;
+  sourceFailure?: string;
+  /** Why a step failed, if one did: summarize() says so in status. */
+  failure?: unknown;
+}
+
+/** A sub-step: it may act, records what it found true in r.status, and may ask to run again after a while. */
+type SubStep = (r: Reconciliation, app: App) => Promise<Result>;
+
 export class Reconciler {
   private readonly o: ReconcilerOptions;
-  private readonly core: CoreV1Api;
+  private readonly executor: Executor;
   /** Per App key, the ignored values already reported (see reportValueProblems). */
   private readonly reported = new Map<string, Set<string>>();
 
   constructor(options: ReconcilerOptions) {
     this.o = options;
-    this.core = options.kubeConfig.makeApiClient(CoreV1Api);
-  }
-
-  private guard(): void {
-    if (!this.o.canWrite()) throw new NotLeaderError();
+    this.executor = new Executor(options.client, options.canWrite);
   }
 
   async reconcile(key: string): Promise<Result> {
     const [namespace = '', name = ''] = key.split('/');
     const cached = this.o.caches.apps.get(namespace, name);
-    if (!cached) {
-      this.o.sources.forget(key);
-      this.reported.delete(key);
-      return {};
+    if (!cached) return this.forget(key);
+    const r = this.begin(key, cached);
+    if (cached.metadata.deletionTimestamp) return this.finalize(r);
+    try {
+      const app = this.checkSpec(r);
+      if (!app) return {};
+      return await this.runSteps(r, app, [this.observe, this.source, this.build, this.rollout]);
+    } catch (err) {
+      r.failure = err;
+      throw err;
+    } finally {
+      await this.summarize(r);
     }
-    const now = this.o.now?.() ?? new Date();
-    const log = this.o.logger.child({ app: key });
-
-    if (cached.metadata.deletionTimestamp) {
-      await this.finalize(cached, log);
-      return {};
-    }
-    const validation = validateApp(cached);
-    if (!validation.ok) {
-      const generation = cached.metadata.generation ?? 0;
-      const result = planInvalid(cached.status as App['status'], generation, validation.errors, now);
-      await this.finish(cached, result, log);
-      return {};
-    }
-    const app = validation.app;
-    const generation = app.metadata.generation ?? 0;
-    const urlProblem = app.spec.source ? this.o.checkGitUrl(app.spec.source.git.url) : undefined;
-    // Before anything is followed or built: an App that cannot be planned touches nothing.
-    const problems = [
-      ...(urlProblem ? [`spec.source.git.url: ${urlProblem}`] : []),
-      ...specProblems(app, this.o.buildDefaults),
-    ];
-    if (problems.length > 0) {
-      this.o.sources.forget(key);
-      await this.finish(cached, planInvalid(app.status, generation, problems, now), log);
-      return {};
-    }
-    const observed = await this.observe(app);
-    const { intents, problems: intentProblems } = readIntents(cached.metadata.annotations, `App ${name}`);
-    await this.reportValueProblems(cached, observed, intentProblems, log);
-
-    await this.ensureFinalizer(cached, app, observed);
-    const { app: sourced, build, sourceFailure, buildEvents } = await this.sourceAndBuild(app, key, now, log);
-    const result = plan({
-      app: sourced,
-      observed,
-      now,
-      target: targetRevision(sourced),
-      intents,
-      ...(this.o.buildDefaults ? { buildDefaults: this.o.buildDefaults } : {}),
-      ...(build?.running ? { building: true } : {}),
-      ...(build?.failure ? { buildFailure: build.failure } : {}),
-      ...(sourceFailure ? { sourceFailure } : {}),
-    });
-    result.actions.unshift(...buildEvents);
-    for (const action of result.actions) {
-      if (action.kind !== 'event') await this.execute(sourced, action, log);
-    }
-    await this.finish(cached, result, log);
-    return result.requeueAfterMs !== undefined ? { requeueAfterMs: result.requeueAfterMs } : {};
   }
 
-  /**
-   * Follows the App's git source and plans its builds (creating or deleting
-   * Jobs); the App comes back with its source and build status. An App that
-   * names an image is not followed.
-   */
-  private async sourceAndBuild(
-    app: App,
-    key: string,
-    now: Date,
-    log: Logger,
-  ): Promise<{ app: App; build?: BuildPlan; sourceFailure?: string; buildEvents: KubeAction[] }> {
-    if (!app.spec.source || !app.spec.build) {
-      this.o.sources.forget(key);
-      return { app, buildEvents: [] };
+  /** Runs the sub-steps in order; the first failure stops the rest. The earliest requeue wins. */
+  private async runSteps(r: Reconciliation, app: App, steps: readonly SubStep[]): Promise<Result> {
+    let requeueAfterMs: number | undefined;
+    for (const step of steps) {
+      const result = await step.call(this, r, app);
+      if (result.requeueAfterMs !== undefined) {
+        requeueAfterMs = Math.min(requeueAfterMs ?? Number.POSITIVE_INFINITY, result.requeueAfterMs);
+      }
     }
-    const namespace = app.metadata.namespace ?? '';
-    const generation = app.metadata.generation ?? 0;
-    const git = app.spec.source.git;
-    this.o.sources.follow(key, {
-      namespace,
+    return requeueAfterMs !== undefined ? { requeueAfterMs } : {};
+  }
+
+  private begin(key: string, cached: CachedApp): Reconciliation {
+    const { namespace, name, resourceVersion, finalizers } = cached.metadata;
+    return {
+      key,
+      cached,
+      target: { namespace, name, resourceVersion, finalizers: finalizers ?? [] },
+      now: this.o.now?.() ?? new Date(),
+      log: this.o.logger.child({ app: key }),
+      status: structuredClone((cached.status ?? {}) as AppStatus),
+      events: [],
+      observed: { replicaSets: [] },
+      intents: [],
+    };
+  }
+
+  private forget(key: string): Result {
+    this.o.sources.forget(key);
+    this.reported.delete(key);
+    return {};
+  }
+
+  // ---- the sub-steps ----
+
+  /** An App that cannot be planned says why and touches nothing: nothing is followed or built. */
+  private checkSpec(r: Reconciliation): App | undefined {
+    const generation = r.cached.metadata.generation ?? 0;
+    const validation = validateApp(r.cached);
+    const app = validation.ok ? validation.app : undefined;
+    const urlProblem = app?.spec.source ? this.o.checkGitUrl(app.spec.source.git.url) : undefined;
+    const problems = validation.ok
+      ? [
+          ...(urlProblem ? [`spec.source.git.url: ${urlProblem}`] : []),
+          ...specProblems(validation.app, this.o.buildDefaults),
+        ]
+      : validation.errors;
+    if (problems.length === 0) return app;
+    if (app) this.o.sources.forget(r.key);
+    const invalid = planInvalid(r.status, generation, problems, r.now);
+    r.status = invalid.status;
+    r.events.push(...invalid.events);
+    return undefined;
+  }
+
+  /** What the cluster holds for the App, the intents on it, and the values Teal had to ignore. */
+  private async observe(r: Reconciliation, app: App): Promise<Result> {
+    r.observed = await this.observed(app);
+    const read = readIntents(r.cached.metadata.annotations, `App ${app.metadata.name}`);
+    r.intents = read.intents;
+    await this.reportValueProblems(r, read.problems);
+    // A Service Teal adopted must get its selector back if the App goes: hold a finalizer meanwhile.
+    const adopted = [r.observed.activeService, r.observed.previewService].some((s) => s && isAdopted(app, s));
+    if (adopted && !r.target.finalizers.includes(FINALIZER)) await this.act(r, [{ kind: 'addFinalizer' }]);
+    return {};
+  }
+
+  /** Follows the App's git source; status.source says what it resolved. An App that names an image is not followed. */
+  private async source(r: Reconciliation, app: App): Promise<Result> {
+    const git = app.spec.source?.git;
+    if (!git || !app.spec.build) {
+      this.o.sources.forget(r.key);
+      return {};
+    }
+    this.o.sources.follow(r.key, {
+      namespace: r.target.namespace,
       url: git.url,
       ref: git.ref,
       pollIntervalMs: parseDuration(git.pollInterval),
       ...(git.secretRef ? { secretName: git.secretRef.name } : {}),
     });
-    const state = this.o.sources.state(key);
-    const before = app.status?.build;
-    const status = withSource(app.status, state?.resolved, state?.failure, generation, now.toISOString());
-    const build = await this.planBuilds({ ...app, status }, key);
-    for (const action of build.actions) await this.executeBuild(namespace, action, log);
-    const after = withBuild(status, build, generation, now.toISOString());
-    return {
-      app: { ...app, status: after },
-      build,
-      ...(state?.failure ? { sourceFailure: `source: ${state.failure.message}` } : {}),
-      buildEvents: buildTransitionEvents(before, after.build).map((event) => ({ kind: 'event' as const, event })),
-    };
+    const state = this.o.sources.state(r.key);
+    r.status = withSource(r.status, state?.resolved, state?.failure, this.generation(r), r.now.toISOString());
+    if (state?.failure) r.sourceFailure = `source: ${state.failure.message}`;
+    return {};
+  }
+
+  /** Creates the build Job of the resolved commit and clears old ones; status.build says how it went. */
+  private async build(r: Reconciliation, app: App): Promise<Result> {
+    if (!app.spec.source || !app.spec.build) return {};
+    const build = await this.planBuilds({ ...app, status: r.status }, r);
+    await this.act(r, build.actions);
+    const before = r.status.build;
+    r.status = withBuild(r.status, build, this.generation(r), r.now.toISOString());
+    r.events.push(...buildTransitionEvents(before, r.status.build));
+    r.build = build;
+    return {};
+  }
+
+  /** Blue/green: the planner's ReplicaSet and Service writes, then its status. */
+  private async rollout(r: Reconciliation, app: App): Promise<Result> {
+    const sourced = { ...app, status: r.status };
+    const planned = plan({
+      app: sourced,
+      observed: r.observed,
+      now: r.now,
+      target: targetRevision(sourced),
+      intents: r.intents,
+      ...(this.o.buildDefaults ? { buildDefaults: this.o.buildDefaults } : {}),
+      ...(r.build?.running ? { building: true } : {}),
+      ...(r.build?.failure ? { buildFailure: r.build.failure } : {}),
+      ...(r.sourceFailure ? { sourceFailure: r.sourceFailure } : {}),
+    });
+    // The plan's status describes the plan carried out: it is kept only once every action has been.
+    await this.act(r, planned.actions);
+    r.status = planned.status;
+    r.events.push(...planned.events);
+    return planned.requeueAfterMs !== undefined ? { requeueAfterMs: planned.requeueAfterMs } : {};
+  }
+
+  /**
+   * Writes the status that is true, whatever happened: the finished steps'
+   * findings, and why a step failed. Nothing is written by a replica that
+   * lost the lease, nor after a conflict (the cache was behind: the retry
+   * sees the newer App). The events come after the status write, with the
+   * status that landed.
+   */
+  private async summarize(r: Reconciliation): Promise<void> {
+    const { failure, log } = r;
+    if (failure instanceof NotLeaderError || (failure !== undefined && isConflict(failure))) return;
+    const summary =
+      failure === undefined
+        ? { status: r.status, events: r.events }
+        : failedSummary(r.status, errorMessage(failure), this.generation(r), r.now.toISOString());
+    try {
+      await this.writeStatus(r, summary.status);
+      await this.record(r, summary.events);
+    } catch (err) {
+      // The failure that brought us here is what the caller hears about.
+      if (failure === undefined) throw err;
+      log.debug({ err: errorMessage(err) }, 'could not write the failure to status');
+    }
+  }
+
+  // ---- I/O helpers ----
+
+  private async act(r: Reconciliation, actions: readonly ClusterAction[]): Promise<void> {
+    await this.executor.run(r.target, actions, r.log);
+  }
+
+  private async writeStatus(r: Reconciliation, status: AppStatus): Promise<void> {
+    const before = r.cached.status as AppStatus | undefined;
+    if (isDeepStrictEqual(before ?? {}, status)) return;
+    const { namespace, name, resourceVersion } = r.target;
+    this.executor.guard();
+    await this.o.client.writeStatus(namespace, name, resourceVersion, status);
+    r.log.debug({ phase: status.phase }, 'status written');
+    if (this.o.metrics) countTransitions(this.o.metrics, before, status);
+  }
+
+  private async record(r: Reconciliation, events: readonly PlannerEvent[]): Promise<void> {
+    const { namespace, name, uid } = r.cached.metadata;
+    for (const { type, reason, message } of events) {
+      await this.o.recorder.record({ namespace, name, ...(uid ? { uid } : {}) }, type, reason, message);
+    }
+  }
+
+  private generation(r: Reconciliation): number {
+    return r.cached.metadata.generation ?? 0;
   }
 
   /**
@@ -196,41 +306,40 @@ export class Reconciler {
    * bad is reported once, not at every reconcile, and again if it comes back
    * after it was repaired.
    */
-  private async reportValueProblems(
-    cached: CachedApp,
-    observed: Observed,
-    appProblems: readonly ValueProblem[],
-    log: Logger,
-  ): Promise<void> {
-    const { namespace, name, uid } = cached.metadata;
-    const key = `${namespace}/${name}`;
-    const { caches } = this.o;
-    const jobs = caches.jobs.byIndex(APPS_INDEX, key).map((j) => j.value);
-    const pods = jobs.flatMap((j) =>
-      caches.buildPods.byIndex(JOBS_INDEX, `${namespace}/${j.name}`).map((p) => p.value),
-    );
+  private async reportValueProblems(r: Reconciliation, appProblems: readonly ValueProblem[]): Promise<void> {
+    const { key, cached, observed } = r;
+    const { jobs, pods } = this.buildObjects(key, r.target.namespace);
     const objects = [...observed.replicaSets, observed.activeService, observed.previewService, ...jobs, ...pods];
-    const readRefresh = readRefreshRequest(cached.metadata.annotations, `App ${name}`);
+    const readRefresh = readRefreshRequest(cached.metadata.annotations, `App ${cached.metadata.name}`);
     const problems = [...appProblems, ...readRefresh.problems, ...objects.flatMap((o) => o?.problems ?? [])];
     const current = new Map(problems.map((p) => [`${p.reason}: ${p.message}`, p]));
     const before = this.reported.get(key);
     const fresh = [...current].filter(([id]) => !before?.has(id));
-    if (fresh.length > 0) this.guard();
+    if (fresh.length > 0) this.executor.guard();
     if (current.size > 0) this.reported.set(key, new Set(current.keys()));
     else this.reported.delete(key);
     for (const [, { reason, message }] of fresh) {
-      log.warn({ reason, problem: message }, 'ignoring a value read from the cluster');
-      await this.o.recorder.record({ namespace, name, ...(uid ? { uid } : {}) }, 'Warning', reason, message);
+      r.log.warn({ reason, problem: message }, 'ignoring a value read from the cluster');
     }
+    await this.record(
+      r,
+      fresh.map(([, { reason, message }]) => ({ type: 'Warning' as const, reason, message })),
+    );
   }
 
-  private async planBuilds(app: App, key: string): Promise<BuildPlan> {
+  /** The App's build Jobs and their pods, from the cache. */
+  private buildObjects(key: string, namespace: string) {
     const { caches } = this.o;
-    const namespace = app.metadata.namespace ?? '';
     const jobs = caches.jobs.byIndex(APPS_INDEX, key).map((j) => j.value);
     const pods = jobs.flatMap((j) =>
       caches.buildPods.byIndex(JOBS_INDEX, `${namespace}/${j.name}`).map((p) => p.value),
     );
+    return { jobs, pods };
+  }
+
+  private async planBuilds(app: App, r: Reconciliation): Promise<BuildPlan> {
+    const namespace = r.target.namespace;
+    const { jobs, pods } = this.buildObjects(r.key, namespace);
     const commit = app.status?.source?.commit;
     const secretName = app.spec.source?.git.secretRef?.name;
     const defaults = this.o.buildDefaults;
@@ -241,7 +350,10 @@ export class Reconciler {
       commit !== undefined &&
       secretName !== undefined &&
       !jobs.some((j) => !j.deleting && j.commit === commit && j.buildSpec === spec);
-    const gitSecretKeys = needKeys ? await this.secretKeys(namespace, secretName) : undefined;
+    const gitSecretKeys = needKeys
+      ? ((await reading(`Secret ${namespace}/${secretName}`, this.o.client.readSecretKeys(namespace, secretName))) ??
+        [])
+      : undefined;
     return planBuild({
       app,
       jobs,
@@ -252,33 +364,9 @@ export class Reconciler {
     });
   }
 
-  private async secretKeys(namespace: string, name: string): Promise<string[]> {
-    try {
-      const secret = await this.core.readNamespacedSecret({ namespace, name });
-      return Object.keys(secret.data ?? {});
-    } catch (err) {
-      if (isNotFound(err)) return [];
-      throw err;
-    }
-  }
-
-  private async executeBuild(namespace: string, action: BuildAction, log: Logger): Promise<void> {
-    this.guard();
-    if (action.kind === 'createJob') {
-      log.info(
-        { job: action.manifest.metadata.name, commit: action.manifest.metadata.labels['teal.dev/commit'] },
-        'creating build Job',
-      );
-      await this.o.writer.apply(action.manifest);
-    } else {
-      log.info({ job: action.name, why: action.why }, 'deleting build Job');
-      await this.o.writer.deleteJob(namespace, action.name);
-    }
-  }
-
   /** ReplicaSets from the cache; Services from the cache, or read once when not labelled yet. */
-  private async observe(app: App): Promise<Observed> {
-    const { caches } = this.o;
+  private async observed(app: App): Promise<Observed> {
+    const { caches, client } = this.o;
     const namespace = app.metadata.namespace ?? '';
     const replicaSets = caches.replicaSets.byIndex(APPS_INDEX, `${namespace}/${app.metadata.name}`).map((c) => c.value);
     const service = async (role: 'active' | 'preview'): Promise<ObservedService | undefined> => {
@@ -286,12 +374,8 @@ export class Reconciler {
       const cachedSvc = caches.services.get(namespace, svcName)?.value;
       if (cachedSvc) return cachedSvc;
       // Not labelled by Teal: missing, or someone else's Service to adopt.
-      try {
-        return observeService(await this.core.readNamespacedService({ name: svcName, namespace }));
-      } catch (err) {
-        if (isNotFound(err)) return undefined;
-        throw err;
-      }
+      const read = await reading(`Service ${namespace}/${svcName}`, client.readService(namespace, svcName));
+      return read ? observeService(read) : undefined;
     };
     const [activeService, previewService] = await Promise.all([service('active'), service('preview')]);
     return {
@@ -301,119 +385,27 @@ export class Reconciler {
     };
   }
 
-  private async execute(app: App, action: Exclude<KubeAction, { kind: 'event' }>, log: Logger): Promise<void> {
-    const namespace = app.metadata.namespace ?? '';
-    this.guard();
-    switch (action.kind) {
-      case 'createReplicaSet':
-        log.info(
-          { replicaSet: action.manifest.metadata.name, replicas: action.manifest.spec.replicas },
-          'creating ReplicaSet',
-        );
-        await this.o.writer.apply(action.manifest);
-        return;
-      case 'patchReplicaSet': {
-        const patch: { spec?: { replicas: number }; metadata?: { annotations: Record<string, string | null> } } = {};
-        if (action.replicas !== undefined) patch.spec = { replicas: action.replicas };
-        if (action.scaleDownAt !== undefined)
-          patch.metadata = { annotations: { [ANN_SCALE_DOWN_AT]: action.scaleDownAt } };
-        log.info({ replicaSet: action.name, ...patch }, 'updating ReplicaSet');
-        await this.o.writer.patchReplicaSet(namespace, action.name, patch);
-        return;
-      }
-      case 'deleteReplicaSet':
-        log.info({ replicaSet: action.name }, 'deleting old ReplicaSet');
-        await this.o.writer.deleteReplicaSet(namespace, action.name);
-        return;
-      case 'applyService':
-        log.info(
-          { service: action.manifest.metadata.name, role: action.role, selector: action.manifest.spec.selector },
-          'applying Service',
-        );
-        await this.o.writer.apply(action.manifest);
-        return;
-    }
+  /** A deleted App: give adopted Services their selectors back, then let it go. */
+  private async finalize(r: Reconciliation): Promise<Result> {
+    if (!r.target.finalizers.includes(FINALIZER)) return {};
+    const { namespace, name, uid } = r.cached.metadata;
+    const adopted = this.o.caches.services
+      .listByNamespace(namespace)
+      .map((s) => s.value)
+      .filter((s) => s.app === name && s.originalSelector !== undefined && s.ownerUid !== uid);
+    await this.act(r, [
+      ...adopted.map((service) => ({ kind: 'restoreService' as const, service })),
+      { kind: 'removeFinalizer' },
+    ]);
+    return {};
   }
+}
 
-  /** Writes status when it changed, then records the plan's events. */
-  private async finish(cached: CachedApp, result: Plan, log: Logger): Promise<void> {
-    const { namespace, name, resourceVersion, uid } = cached.metadata;
-    if (!isDeepStrictEqual(cached.status ?? {}, result.status)) {
-      this.guard();
-      await this.o.writer.writeStatus(namespace, name, resourceVersion, result.status);
-      log.debug({ phase: result.status.phase }, 'status written');
-      this.count(cached.status as AppStatus | undefined, result.status);
-    }
-    // After the status write: a conflict re-plans, and the events come with the plan that lands.
-    for (const action of result.actions) {
-      if (action.kind === 'event') {
-        const { type, reason, message } = action.event;
-        await this.o.recorder.record({ namespace, name, ...(uid ? { uid } : {}) }, type, reason, message);
-      }
-    }
-  }
-
-  /** Promotions and finished builds, counted once: only after the status that records them landed. */
-  private count(before: AppStatus | undefined, after: AppStatus): void {
-    const metrics = this.o.metrics;
-    if (!metrics) return;
-    const seen = before?.history?.at(-1)?.promotedAt;
-    for (const entry of after.history ?? []) {
-      if (seen !== undefined && (entry.promotedAt ?? '') <= seen) continue;
-      metrics.promotions.inc({ via: entry.promotedVia ?? 'unknown' });
-      const source = after.source;
-      if (entry.commit && source?.commit === entry.commit && entry.promotedAt) {
-        metrics.commitToActive.observe(
-          Math.max(0, (Date.parse(entry.promotedAt) - Date.parse(source.resolvedAt)) / 1000),
-        );
-      }
-    }
-    const build = after.build;
-    if (
-      build &&
-      (build.phase === 'Succeeded' || build.phase === 'Failed') &&
-      (before?.build?.job !== build.job || before.build.phase !== build.phase)
-    ) {
-      const result = build.phase === 'Succeeded' ? 'success' : 'failure';
-      metrics.builds.inc({ result });
-      if (build.startedAt && build.finishedAt) {
-        metrics.buildDuration.observe({ result }, (Date.parse(build.finishedAt) - Date.parse(build.startedAt)) / 1000);
-      }
-    }
-  }
-
-  /** A Service Teal adopted must get its selector back if the App goes: hold a finalizer meanwhile. */
-  private async ensureFinalizer(cached: CachedApp, app: App, observed: Observed): Promise<void> {
-    const adopted = [observed.activeService, observed.previewService].some((s) => s && isAdopted(app, s));
-    const finalizers = cached.metadata.finalizers ?? [];
-    if (!adopted || finalizers.includes(FINALIZER)) return;
-    this.guard();
-    await this.o.writer.patchAppMetadata(cached.metadata.namespace, cached.metadata.name, {
-      resourceVersion: cached.metadata.resourceVersion,
-      finalizers: [...finalizers, FINALIZER],
-    });
-  }
-
-  private async finalize(cached: CachedApp, log: Logger): Promise<void> {
-    const finalizers = cached.metadata.finalizers ?? [];
-    if (!finalizers.includes(FINALIZER)) return;
-    const { namespace, name } = cached.metadata;
-    for (const svc of this.o.caches.services.listByNamespace(namespace)) {
-      const s = svc.value;
-      if (s.app !== name || s.originalSelector === undefined || s.ownerUid === cached.metadata.uid) continue;
-      this.guard();
-      log.info({ service: s.name }, 'restoring the selector of an adopted Service');
-      await this.o.writer.apply(restoredServiceManifest(s));
-    }
-    this.guard();
-    try {
-      await this.o.writer.patchAppMetadata(namespace, name, {
-        resourceVersion: cached.metadata.resourceVersion,
-        finalizers: finalizers.filter((f) => f !== FINALIZER),
-      });
-    } catch (err) {
-      // Already gone: a stale cache asked twice.
-      if (!isNotFound(err)) throw err;
-    }
+/** A read that failed, named for the status message. */
+async function reading<T>(what: string, request: Promise<T>): Promise<T> {
+  try {
+    return await request;
+  } catch (err) {
+    throw new Error(`reading ${what}: ${errorMessage(err)}`, { cause: err });
   }
 }

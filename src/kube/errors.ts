@@ -9,15 +9,29 @@ export interface ApiStatus {
   /** Status.reason, e.g. Forbidden, Invalid, AlreadyExists. */
   reason?: string;
   message: string;
+  /** Status.details: the object the answer is about. A 404 without it means the resource type itself is missing. */
+  details?: { name?: string; kind?: string };
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** The Kubernetes Status in an error, if the API server answered at all. */
-export function apiStatusOf(err: unknown): ApiStatus | undefined {
-  if (!(err instanceof ApiException)) return undefined;
-  const code = Number(err.code);
-  const raw: unknown = err.body;
+/**
+ * The Kubernetes Status in an error or its causes, if the API server answered at all.
+ * client-node's Watch (and the informer's list) fail with a plain Error that
+ * carries only the HTTP status, as statusCode.
+ */
+export function apiStatusOf(error: unknown): ApiStatus | undefined {
+  // Through the causes a caller wrapped the answer in (e.g. the executor's ActionFailed).
+  for (let err = error, depth = 0; err instanceof Error && depth < 8; err = err.cause, depth++) {
+    if (err instanceof ApiException) return statusFromBody(Number(err.code), err.body);
+    const code: unknown = (err as { statusCode?: unknown }).statusCode;
+    if (typeof code === 'number') return { code, message: err.message };
+  }
+  return undefined;
+}
+
+/** An HTTP answer read as a Status: its body may be a Status object, JSON text of one, or other text. */
+export function statusFromBody(code: number, raw: unknown): ApiStatus {
   let body = raw;
   if (typeof raw === 'string') {
     try {
@@ -27,12 +41,16 @@ export function apiStatusOf(err: unknown): ApiStatus | undefined {
     }
   }
   if (!isRecord(body)) return { code, message: '' };
+  const details = isRecord(body.details) ? body.details : undefined;
   return {
     code,
     ...(typeof body.reason === 'string' ? { reason: body.reason } : {}),
     message: typeof body.message === 'string' ? body.message : '',
+    ...(details ? { details: { name: text(details.name), kind: text(details.kind) } } : {}),
   };
 }
+
+const text = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
 export const isNotFound = (err: unknown): boolean => apiStatusOf(err)?.code === 404;
 export const isConflict = (err: unknown): boolean => apiStatusOf(err)?.code === 409;
@@ -61,7 +79,8 @@ export function isTerminal(err: unknown): boolean {
 
 /** One line for logs and status: the API server's own message rather than the whole response. */
 export function errorMessage(err: unknown): string {
-  const status = apiStatusOf(err);
+  // A wrapped error already says what it was doing, with its cause's line.
+  const status = err instanceof ApiException ? apiStatusOf(err) : undefined;
   if (status) return status.message ? `${status.code}: ${status.message}` : `HTTP ${status.code}`;
   return err instanceof Error ? err.message : String(err);
 }

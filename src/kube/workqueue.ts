@@ -1,12 +1,12 @@
 // The controller's work queue, after client-go's workqueue (typed, delaying
-// and rate-limiting queue in one) and controller-runtime's worker loop.
+// and rate-limiting queue in one). Only the data structure: the worker loop
+// that takes keys from it is the controller's (controller/controller.ts).
 //
 // Each key has at most one pending run: it is either ready (in the FIFO),
 // waiting for a due time, or neither. An add makes it ready now, an addAfter
 // only ever moves its due time earlier. A key is never processed by two
 // workers at once; one added while it is processed is marked dirty and
-// becomes ready again when processing is done. Workers yield to the event
-// loop between keys, so no handler can starve timers, I/O or signals.
+// becomes ready again when processing is done.
 import { type Clock, defaultControllerRateLimiter, type RateLimiter } from './rate-limiter.ts';
 
 /**
@@ -41,15 +41,6 @@ export interface WorkQueueOptions {
   now?: Clock;
 }
 
-export type HandlerResult = { requeueAfterMs?: number } | undefined;
-// biome-ignore lint/suspicious/noConfusingVoidType: so an async handler that returns nothing type-checks.
-export type Handler = (key: string) => Promise<HandlerResult | void>;
-
-export interface StartOptions {
-  /** Told about every error a handler throws, before the key is retried. */
-  onError?: (key: string, error: unknown) => void;
-}
-
 // setTimeout fires at once for longer delays, so long waits are taken in steps.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -59,9 +50,6 @@ function checkDelay(delayMs: number): void {
     throw new RangeError(`a queue delay must be a finite number of milliseconds, 0 or more; got ${delayMs}`);
   }
 }
-
-/** Resolves in the event loop's check phase: timers, I/O and signals get a turn before it. */
-const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export class WorkQueue {
   private readonly rateLimiter: RateLimiter;
@@ -82,7 +70,6 @@ export class WorkQueue {
   private readonly getters: Array<(key: string | undefined) => void> = [];
   private readonly drainers: Array<() => void> = [];
   private shuttingDown = false;
-  private started = false;
 
   constructor(options: WorkQueueOptions = {}) {
     this.now = options.now ?? (() => performance.now());
@@ -162,23 +149,6 @@ export class WorkQueue {
   }
 
   /**
-   * Runs concurrency workers, each taking one key at a time. A handler that
-   * throws, or asks for a requeueAfterMs addAfter refuses, has its key retried
-   * rate-limited; one that succeeds has its backoff forgotten and, if it asks,
-   * its key re-added after requeueAfterMs. Resolves when every worker has
-   * stopped after shutdown.
-   */
-  start(concurrency: number, handler: Handler, options: StartOptions = {}): Promise<void> {
-    if (!Number.isInteger(concurrency) || concurrency < 1) {
-      throw new RangeError(`concurrency must be a positive integer, got ${concurrency}`);
-    }
-    if (this.started) throw new Error('work queue already started');
-    this.started = true;
-    const workers = Array.from({ length: concurrency }, () => this.work(handler, options));
-    return Promise.all(workers).then(() => undefined);
-  }
-
-  /**
    * Stops at once: new adds are ignored, ready and delayed keys are dropped
    * and no handler starts again. Handlers already running carry on.
    */
@@ -215,33 +185,6 @@ export class WorkQueue {
     let longestMs = 0;
     for (const startedAt of this.processing.values()) longestMs = Math.max(longestMs, now - startedAt);
     return longestMs / 1000;
-  }
-
-  private async work(handler: Handler, options: StartOptions): Promise<void> {
-    for (;;) {
-      const key = await this.get();
-      if (key === undefined) return;
-      try {
-        const result = await handler(key);
-        const requeueAfterMs = result?.requeueAfterMs;
-        if (requeueAfterMs !== undefined) checkDelay(requeueAfterMs);
-        this.forget(key);
-        if (requeueAfterMs !== undefined) this.addAfter(key, requeueAfterMs);
-      } catch (error) {
-        this.addRateLimited(key);
-        try {
-          options.onError?.(key, error);
-        } catch {
-          // A failing error reporter must not stop the worker.
-        }
-      } finally {
-        this.done(key);
-      }
-      // A handler that never awaits I/O (a reconcile served from the cache) resolves in
-      // microtasks alone; without this turn of the event loop, a key that requeues itself
-      // would starve timers, sockets and signal handlers for good.
-      await yieldToEventLoop();
-    }
   }
 
   private enqueue(key: string): void {

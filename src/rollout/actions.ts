@@ -6,16 +6,11 @@
 import type { Intent } from '../app/intents.ts';
 import type { App, AppStatus } from '../app/schema.ts';
 import { type ActionView, actionVerdict, type Refused, type RevisionRef } from './action-rules.ts';
+import type { PlannerEvent } from './cluster-actions.ts';
 import { appendHistory, historyEntry } from './history.ts';
 import type { ObservedReplicaSet } from './observed.ts';
 import { EventReason as ER, refusalReason } from './reasons.ts';
 import type { Revision } from './replicaset.ts';
-
-export interface PlannerEvent {
-  type: 'Normal' | 'Warning';
-  reason: string;
-  message: string;
-}
 
 export interface ActionContext {
   app: App;

@@ -42,7 +42,7 @@ import { replicaSetName } from './replicaset.ts';
 import { createReplicaSet, markScaleDown, scaleDownLater, sizeTo } from './replicaset-writes.ts';
 import { specProblems } from './spec-problems.ts';
 
-export type { KubeAction, Plan, PlanInput } from './planner.ts';
+export type { Plan, PlanInput } from './planner.ts';
 
 export function plan(input: PlanInput): Plan {
   const { app } = input;
@@ -51,6 +51,7 @@ export function plan(input: PlanInput): Plan {
     app,
     status: structuredClone(app.status ?? {}),
     actions: [],
+    events: [],
     now: input.now.toISOString(),
     nowMs: input.now.getTime(),
     wakeAt: [],
@@ -68,7 +69,12 @@ export function plan(input: PlanInput): Plan {
   // A wake-up time is computed from values read back from the cluster: only a real one counts.
   const due = p.wakeAt.filter(Number.isFinite);
   const requeue = due.length > 0 ? Math.max(0, Math.min(...due) - p.nowMs) : undefined;
-  return { actions: p.actions, status: p.status, ...(requeue !== undefined ? { requeueAfterMs: requeue + 1 } : {}) };
+  return {
+    actions: p.actions,
+    events: p.events,
+    status: p.status,
+    ...(requeue !== undefined ? { requeueAfterMs: requeue + 1 } : {}),
+  };
 }
 
 /** An App that cannot be planned: say why, touch nothing. */
@@ -91,7 +97,8 @@ export function planInvalid(status: AppStatus | undefined, generation: number, p
   next.observedGeneration = generation;
   const changed = before?.status !== 'True' || before.message !== message;
   return {
-    actions: changed ? [{ kind: 'event', event: { type: 'Warning', reason: ER.InvalidSpec, message } }] : [],
+    actions: [],
+    events: changed ? [{ type: 'Warning', reason: ER.InvalidSpec, message }] : [],
     status: next,
   };
 }

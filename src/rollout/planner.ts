@@ -6,17 +6,9 @@ import { setCondition } from '../app/conditions.ts';
 import type { Intent } from '../app/intents.ts';
 import type { App, AppStatus, Condition, ConditionType, Phase } from '../app/schema.ts';
 import type { BuildDefaults } from '../build/registry.ts';
-import type { PlannerEvent } from './actions.ts';
+import type { PlannerEvent, RolloutAction } from './cluster-actions.ts';
 import type { Observed, ObservedReplicaSet } from './observed.ts';
-import type { ReplicaSetManifest, Revision } from './replicaset.ts';
-import type { ServiceManifest, ServiceRole } from './service.ts';
-
-export type KubeAction =
-  | { kind: 'createReplicaSet'; manifest: ReplicaSetManifest }
-  | { kind: 'patchReplicaSet'; name: string; replicas?: number; scaleDownAt?: string | null }
-  | { kind: 'deleteReplicaSet'; name: string }
-  | { kind: 'applyService'; role: ServiceRole; manifest: ServiceManifest }
-  | { kind: 'event'; event: PlannerEvent };
+import type { Revision } from './replicaset.ts';
 
 export interface PlanInput {
   app: App;
@@ -36,7 +28,10 @@ export interface PlanInput {
 }
 
 export interface Plan {
-  actions: KubeAction[];
+  /** Carried out in order; a failure stops the rest, and the plan's status is not written. */
+  actions: RolloutAction[];
+  /** Recorded once the status has landed: a conflict re-plans, and the events come with the plan that lands. */
+  events: PlannerEvent[];
   status: AppStatus;
   requeueAfterMs?: number;
 }
@@ -47,7 +42,8 @@ export interface Planner {
   input: PlanInput;
   app: App;
   status: AppStatus;
-  actions: KubeAction[];
+  actions: RolloutAction[];
+  events: PlannerEvent[];
   now: string;
   nowMs: number;
   wakeAt: number[];
@@ -78,7 +74,7 @@ export interface Progress {
   previewReady?: boolean;
 }
 
-export const emit = (p: Planner, event: PlannerEvent) => p.actions.push({ kind: 'event', event });
+export const emit = (p: Planner, event: PlannerEvent) => p.events.push(event);
 export const at = (ms: number) => new Date(ms).toISOString();
 
 export function condition(

@@ -18,6 +18,8 @@ export const ConditionReason = {
   NotWaiting: 'NotWaiting',
   Waiting: 'Waiting',
   ProgressDeadlineExceeded: 'ProgressDeadlineExceeded',
+  /** A reconcile failed (a write refused, a read that did not answer): Ready=False until one succeeds. */
+  ReconcileError: 'ReconcileError',
 } as const;
 
 /** Reasons on the Events the planner records on the App. */
@@ -45,6 +47,8 @@ export const EventReason = {
   UndoRejected: 'UndoRejected',
   Paused: 'Paused',
   Resumed: 'Resumed',
+  /** A reconcile failed, with the object and the API server's answer; recorded once per distinct failure. */
+  ReconcileError: 'ReconcileError',
 } as const;
 
 /**

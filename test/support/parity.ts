@@ -3,11 +3,15 @@
 // pods that become Ready by hand, and writes made exactly as Teal makes them
 // (to reproduce a switch whose status write was lost).
 import { Watch } from '@kubernetes/client-node';
+import { pino } from 'pino';
 import { readIntents } from '../../src/app/intents.ts';
 import type { AppInput } from '../../src/app/schema.ts';
 import { validateApp } from '../../src/app/validate.ts';
+import { Executor } from '../../src/controller/executor.ts';
 import { Writer } from '../../src/kube/apply.ts';
-import { type KubeAction, plan } from '../../src/rollout/bluegreen.ts';
+import { ClusterClient } from '../../src/kube/cluster-client.ts';
+import { plan } from '../../src/rollout/bluegreen.ts';
+import type { RolloutAction } from '../../src/rollout/cluster-actions.ts';
 import { ANN_REVISION, ANN_SCALE_DOWN_AT, LABEL_APP, LABEL_HASH } from '../../src/rollout/labels.ts';
 import { type ObservedReplicaSet, observeReplicaSet, observeService } from '../../src/rollout/observed.ts';
 import { ownedServiceManifest, serviceName } from '../../src/rollout/service.ts';
@@ -268,7 +272,7 @@ export async function makeReady(namespace: string, app: string, hash: string, co
  * the status leaves, whatever the planner's version decides. Returns the
  * actions it carried out.
  */
-export async function reconcileWithoutStatus(namespace: string, name: string): Promise<KubeAction[]> {
+export async function reconcileWithoutStatus(namespace: string, name: string): Promise<RolloutAction[]> {
   const stored = await getApp(namespace, name);
   const validation = validateApp(stored);
   if (!validation.ok) throw new Error(`App ${name} does not validate: ${validation.errors.join('; ')}`);
@@ -292,28 +296,9 @@ export async function reconcileWithoutStatus(namespace: string, name: string): P
     target: targetRevision(app),
     intents,
   });
-  const writer = new Writer(kubeConfig());
-  for (const action of result.actions) {
-    switch (action.kind) {
-      case 'createReplicaSet':
-      case 'applyService':
-        await writer.apply(action.manifest);
-        break;
-      case 'patchReplicaSet':
-        await writer.patchReplicaSet(namespace, action.name, {
-          ...(action.replicas !== undefined ? { spec: { replicas: action.replicas } } : {}),
-          ...(action.scaleDownAt !== undefined
-            ? { metadata: { annotations: { [ANN_SCALE_DOWN_AT]: action.scaleDownAt } } }
-            : {}),
-        });
-        break;
-      case 'deleteReplicaSet':
-        await writer.deleteReplicaSet(namespace, action.name);
-        break;
-      case 'event':
-        // Events are recorded after the status write, which never happened.
-        break;
-    }
-  }
+  // Exactly as the operator writes them: its own executor, with no leader to defer to.
+  const executor = new Executor(new ClusterClient(kubeConfig()), () => true);
+  const target = { namespace, name, resourceVersion: stored.metadata.resourceVersion ?? '', finalizers: [] };
+  await executor.run(target, result.actions, pino({ level: 'silent' }));
   return result.actions;
 }

@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import type { Intent } from '../../src/app/intents.ts';
 import type { App, AppInput, AppStatus } from '../../src/app/schema.ts';
 import { validateApp } from '../../src/app/validate.ts';
-import { type KubeAction, plan } from '../../src/rollout/bluegreen.ts';
+import { plan } from '../../src/rollout/bluegreen.ts';
+import type { RolloutAction } from '../../src/rollout/cluster-actions.ts';
 import { podTemplateHash } from '../../src/rollout/hash.ts';
 import { LABEL_APP, LABEL_HASH } from '../../src/rollout/labels.ts';
 import type { Observed, ObservedReplicaSet, ObservedService } from '../../src/rollout/observed.ts';
@@ -33,7 +34,7 @@ class World {
   /** Hashes whose pods never become ready. */
   stuck = new Set<string>();
   events: { reason: string; message: string }[] = [];
-  last: KubeAction[] = [];
+  last: RolloutAction[] = [];
   requeue: number | undefined;
 
   constructor(app: App) {
@@ -69,7 +70,7 @@ class World {
   }
 
   /** One reconcile, with its actions carried out; then the "kubelet" catches up. */
-  reconcile(intents: Intent[] = []): KubeAction[] {
+  reconcile(intents: Intent[] = []): RolloutAction[] {
     const result = plan({
       app: this.app,
       observed: this.observed(),
@@ -80,11 +81,12 @@ class World {
     this.last = result.actions;
     this.requeue = result.requeueAfterMs;
     for (const action of result.actions) this.apply(action);
+    for (const { reason, message } of result.events) this.events.push({ reason, message });
     this.app = { ...this.app, status: result.status };
     return result.actions;
   }
 
-  apply(action: KubeAction): void {
+  apply(action: RolloutAction): void {
     switch (action.kind) {
       case 'createReplicaSet': {
         const m = action.manifest;
@@ -138,9 +140,6 @@ class World {
         });
         return;
       }
-      case 'event':
-        this.events.push({ reason: action.event.reason, message: action.event.message });
-        return;
     }
   }
 
@@ -158,7 +157,7 @@ class World {
   /** Reconcile and settle until nothing more happens. */
   converge(max = 10): void {
     for (let i = 0; i < max; i++) {
-      const actions = this.reconcile().filter((a) => a.kind !== 'event');
+      const actions = this.reconcile();
       this.settle();
       if (actions.length === 0) return;
     }
@@ -230,7 +229,7 @@ describe('first release', () => {
 
   it('makes no writes once converged', () => {
     const { w } = released();
-    expect(w.reconcile().filter((a) => a.kind !== 'event')).toEqual([]);
+    expect(w.reconcile()).toEqual([]);
   });
 });
 
@@ -663,8 +662,9 @@ describe('invalid specs', () => {
         a.spec.template = { spec: { containers: [{ name: 'app' }] } };
       }),
     );
-    const actions = w.reconcile();
-    expect(actions.map((a) => a.kind)).toEqual(['event']);
+    // Nothing touched; one Event says why (events ride apart from actions).
+    expect(w.reconcile()).toEqual([]);
+    expect(w.events.map((e) => e.reason)).toEqual(['InvalidSpec']);
     expect(w.status.phase).toBe('Degraded');
     expect(cond(w, 'InvalidSpec')).toMatchObject({ status: 'True' });
     expect(cond(w, 'InvalidSpec')?.message).toMatch(/^spec\.service\.ports: /);
@@ -679,7 +679,8 @@ describe('invalid specs', () => {
     const input = { app, observed: { replicaSets: [] }, now: new Date(T0), target: undefined, intents: [] };
     for (const buildDefaults of [undefined, {}, { pushSecret: 'platform-push' }]) {
       const invalid = plan(buildDefaults ? { ...input, buildDefaults } : input);
-      expect(invalid.actions.map((a) => a.kind)).toEqual(['event']);
+      expect(invalid.actions).toEqual([]);
+      expect(invalid.events.map((e) => e.reason)).toEqual(['InvalidSpec']);
       expect(invalid.status.phase).toBe('Degraded');
       expect(invalid.status.conditions?.find((c) => c.type === 'InvalidSpec')).toMatchObject({
         status: 'True',
@@ -705,7 +706,7 @@ describe('while a new commit builds', () => {
     });
     expect(result.status.phase).toBe('Building');
     expect(result.status.message).toBe('building a new image; revision 1 stays active');
-    expect(result.actions.filter((a) => a.kind !== 'event')).toEqual([]);
+    expect(result.actions).toEqual([]);
   });
 });
 
@@ -901,7 +902,7 @@ describe('Argo parity', () => {
     expect(w.rs(h1).specReplicas).toBe(0);
     expect(w.rs(h2).specReplicas).toBe(3);
     // Repaired once: nothing more to say or do.
-    expect(w.reconcile().filter((a) => a.kind !== 'event')).toEqual([]);
+    expect(w.reconcile()).toEqual([]);
   });
 
   it('a selector pointing at a revision nothing was releasing is an edit even with a matching note', () => {

@@ -1,11 +1,31 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
+  Controller,
+  type ReconcileFn as Handler,
+  type ReconcileResult as HandlerResult,
+} from '../../src/controller/controller.ts';
+import {
   defaultControllerRateLimiter,
   ExponentialBackoffRateLimiter,
   MaxOfRateLimiter,
   TokenBucketRateLimiter,
 } from '../../src/kube/rate-limiter.ts';
-import { type Handler, type HandlerResult, WorkQueue, type WorkqueueMetrics } from '../../src/kube/workqueue.ts';
+import { WorkQueue, type WorkqueueMetrics } from '../../src/kube/workqueue.ts';
+
+/** Workers over the queue: the controller's loop (src/controller/controller.ts). */
+function startWorkers(
+  queue: WorkQueue,
+  concurrency: number,
+  reconcile: Handler,
+  options: { onError?: (key: string, error: unknown) => void } = {},
+): Promise<void> {
+  return new Controller({
+    queue,
+    concurrency,
+    reconcile,
+    ...(options.onError ? { onError: options.onError } : {}),
+  }).start();
+}
 
 function manualClock(start = 0) {
   let t = start;
@@ -192,7 +212,7 @@ describe('WorkQueue', () => {
       const queue = new WorkQueue();
       const handler = vi.fn(async () => {});
       for (let i = 0; i < 5; i++) queue.add('ns/a');
-      queue.start(1, handler);
+      startWorkers(queue, 1, handler);
       await tick(10);
       expect(handler).toHaveBeenCalledTimes(1);
       queue.shutdown();
@@ -201,7 +221,7 @@ describe('WorkQueue', () => {
     it('re-queues a key added while processed once processing is done, never running it twice at once', async () => {
       const queue = new WorkQueue();
       const h = controlledHandler();
-      queue.start(4, h.handler);
+      startWorkers(queue, 4, h.handler);
       queue.add('ns/a');
       await tick();
       expect(h.calls).toEqual(['ns/a']);
@@ -240,7 +260,7 @@ describe('WorkQueue', () => {
     it('run at most `concurrency` handlers at once and get through all keys', async () => {
       const queue = new WorkQueue();
       const h = controlledHandler();
-      queue.start(3, h.handler);
+      startWorkers(queue, 3, h.handler);
       const keys = Array.from({ length: 10 }, (_, i) => `ns/k${i}`);
       for (const key of keys) queue.add(key);
       await tick();
@@ -261,7 +281,7 @@ describe('WorkQueue', () => {
     it('never run the same key in two workers, under a storm of adds', async () => {
       const queue = new WorkQueue();
       const h = controlledHandler();
-      queue.start(8, h.handler);
+      startWorkers(queue, 8, h.handler);
       const runsOfA = () => h.calls.filter((k) => k === 'ns/a').length;
       for (let round = 0; round < 5; round++) {
         for (const key of ['ns/a', 'ns/b', 'ns/a', 'ns/b', 'ns/a']) queue.add(key);
@@ -285,7 +305,7 @@ describe('WorkQueue', () => {
       queue.addRateLimited('ns/a');
       queue.addRateLimited('ns/a');
       expect(queue.numRequeues('ns/a')).toBe(2);
-      queue.start(1, h.handler);
+      startWorkers(queue, 1, h.handler);
       await tick(5);
       expect(h.calls).toEqual(['ns/a']);
 
@@ -310,7 +330,8 @@ describe('WorkQueue', () => {
       let failuresLeft = 3;
       const times: number[] = [];
       const boom = new Error('boom');
-      queue.start(
+      startWorkers(
+        queue,
         1,
         async () => {
           times.push(Date.now());
@@ -341,7 +362,7 @@ describe('WorkQueue', () => {
         if (key === 'ns/bad') throw new Error('sync');
         return Promise.resolve();
       }) as Handler;
-      queue.start(1, handler, {
+      startWorkers(queue, 1, handler, {
         onError: () => {
           throw new Error('logger broke');
         },
@@ -358,10 +379,11 @@ describe('WorkQueue', () => {
     it('refuse a bad concurrency or a second start', () => {
       const queue = new WorkQueue();
       const handler = async () => {};
-      expect(() => queue.start(0, handler)).toThrow(RangeError);
-      expect(() => queue.start(1.5, handler)).toThrow(RangeError);
-      queue.start(1, handler);
-      expect(() => queue.start(1, handler)).toThrow(/already started/);
+      expect(() => startWorkers(queue, 0, handler)).toThrow(RangeError);
+      expect(() => startWorkers(queue, 1.5, handler)).toThrow(RangeError);
+      const controller = new Controller({ queue, concurrency: 1, reconcile: handler });
+      controller.start();
+      expect(() => controller.start()).toThrow(/already started/);
       queue.shutdown();
     });
   });
@@ -381,7 +403,7 @@ describe('WorkQueue', () => {
     it('addAfter keeps the earliest due time and runs the key once', async () => {
       const queue = new WorkQueue();
       const handler = vi.fn(async () => {});
-      queue.start(1, handler);
+      startWorkers(queue, 1, handler);
       queue.addAfter('ns/a', 100);
       queue.addAfter('ns/a', 50);
       queue.addAfter('ns/a', 300);
@@ -398,7 +420,7 @@ describe('WorkQueue', () => {
     it('add makes a waiting key due now, and it does not run again at its old due time', async () => {
       const queue = new WorkQueue();
       const handler = vi.fn(async () => {});
-      queue.start(1, handler);
+      startWorkers(queue, 1, handler);
       queue.addAfter('ns/a', 1000);
       queue.add('ns/a');
       await tick();
@@ -458,7 +480,7 @@ describe('WorkQueue', () => {
       const errors: unknown[] = [];
       // NaN twice, then a plain success: an endless NaN would spin the old queue until it ran out of memory.
       const handler = vi.fn(async () => (handler.mock.calls.length <= 2 ? { requeueAfterMs: Number.NaN } : undefined));
-      queue.start(1, handler, { onError: (_key, error) => errors.push(error) });
+      startWorkers(queue, 1, handler, { onError: (_key, error) => errors.push(error) });
       queue.add('ns/a');
       await tick();
       // Not again at once, as a NaN delay used to be taken, but after the backoff: 5 ms, then 10 ms.
@@ -538,7 +560,7 @@ describe('WorkQueue', () => {
     it('ignores new keys, drops waiting and delayed ones, clears timers and stops the workers', async () => {
       const queue = new WorkQueue();
       const h = controlledHandler();
-      const stopped = queue.start(1, h.handler);
+      const stopped = startWorkers(queue, 1, h.handler);
       queue.add('ns/a');
       queue.add('ns/b');
       queue.addAfter('ns/c', 50);
@@ -566,7 +588,7 @@ describe('WorkQueue', () => {
     it('wakes workers waiting on an empty queue', async () => {
       const queue = new WorkQueue();
       const waiting = queue.get();
-      const stopped = queue.start(2, async () => {});
+      const stopped = startWorkers(queue, 2, async () => {});
       queue.shutdown();
       expect(await waiting).toBeUndefined();
       await expect(stopped).resolves.toBeUndefined();
@@ -575,7 +597,7 @@ describe('WorkQueue', () => {
     it('with drain, waits for handlers in flight and starts no new ones', async () => {
       const queue = new WorkQueue();
       const h = controlledHandler();
-      const stopped = queue.start(2, h.handler);
+      const stopped = startWorkers(queue, 2, h.handler);
       for (const key of ['ns/a', 'ns/b', 'ns/c']) queue.add(key);
       await tick();
       queue.add('ns/a');
@@ -732,7 +754,7 @@ describe('WorkQueue and the event loop', () => {
       runs++;
       return runs < cap ? { requeueAfterMs: 0 } : undefined;
     };
-    const stopped = queue.start(1, handler);
+    const stopped = startWorkers(queue, 1, handler);
     queue.add('ns/spin');
     await stopped;
     // The immediate was queued before the worker's first turn, so it ran after at most that one key.

@@ -1,0 +1,176 @@
+// Carries out the planners' actions (rollout/cluster-actions.ts), one at a
+// time and in order, through the reconciler's client. Every write is checked
+// against leadership first; a failed write stops the rest and comes back as an
+// ActionFailed that names the object and carries the API server's answer, so
+// the App's status can say what went wrong.
+import type { Logger } from 'pino';
+import type { ClusterClient } from '../kube/cluster-client.ts';
+import { errorMessage, ignoreNotFound } from '../kube/errors.ts';
+import type { ClusterAction } from '../rollout/cluster-actions.ts';
+import { ANN_SCALE_DOWN_AT, FINALIZER } from '../rollout/labels.ts';
+import { restoredServiceManifest } from '../rollout/service.ts';
+
+export class NotLeaderError extends Error {
+  constructor() {
+    super('not the leader: writes are refused');
+  }
+}
+
+/** A write the API server refused (or that never got an answer), named for people. */
+export class ActionFailed extends Error {
+  readonly action: ClusterAction;
+  /** e.g. "creating Job apps/web-build-1a2b3c". */
+  readonly doing: string;
+  constructor(action: ClusterAction, doing: string, cause: unknown) {
+    super(`${doing}: ${errorMessage(cause)}`, { cause });
+    this.name = 'ActionFailed';
+    this.action = action;
+    this.doing = doing;
+  }
+}
+
+/** The App an action is for: its namespace, name and the resourceVersion its plan was made from. */
+export interface Target {
+  namespace: string;
+  name: string;
+  resourceVersion: string;
+  finalizers: readonly string[];
+}
+
+/** What an action does, in words: for logs and for the status message when it fails. */
+export function describe(target: Target, action: ClusterAction): string {
+  const ns = target.namespace;
+  switch (action.kind) {
+    case 'createReplicaSet':
+      return `creating ReplicaSet ${ns}/${action.manifest.metadata.name}`;
+    case 'patchReplicaSet':
+      return `updating ReplicaSet ${ns}/${action.name}`;
+    case 'deleteReplicaSet':
+      return `deleting ReplicaSet ${ns}/${action.name}`;
+    case 'applyService':
+      return `applying ${action.role} Service ${ns}/${action.manifest.metadata.name}`;
+    case 'createJob':
+      return `creating build Job ${ns}/${action.manifest.metadata.name}`;
+    case 'deleteJob':
+      return `deleting build Job ${ns}/${action.name}`;
+    case 'addFinalizer':
+      return `adding the finalizer to App ${ns}/${target.name}`;
+    case 'removeFinalizer':
+      return `removing the finalizer from App ${ns}/${target.name}`;
+    case 'restoreService':
+      return `restoring the selector of Service ${ns}/${action.service.name}`;
+  }
+}
+
+/** The log line before a write (the e2e suites read these to see who writes what). */
+function logWrite(log: Logger, action: ClusterAction): void {
+  switch (action.kind) {
+    case 'createReplicaSet': {
+      const { metadata, spec } = action.manifest;
+      log.info({ replicaSet: metadata.name, replicas: spec.replicas }, 'creating ReplicaSet');
+      return;
+    }
+    case 'patchReplicaSet':
+      log.info({ replicaSet: action.name, ...replicaSetPatch(action) }, 'updating ReplicaSet');
+      return;
+    case 'deleteReplicaSet':
+      log.info({ replicaSet: action.name }, 'deleting old ReplicaSet');
+      return;
+    case 'applyService': {
+      const { metadata, spec } = action.manifest;
+      log.info({ service: metadata.name, role: action.role, selector: spec.selector }, 'applying Service');
+      return;
+    }
+    case 'createJob': {
+      const { name, labels } = action.manifest.metadata;
+      log.info({ job: name, commit: labels['teal.dev/commit'] }, 'creating build Job');
+      return;
+    }
+    case 'deleteJob':
+      log.info({ job: action.name, why: action.why }, 'deleting build Job');
+      return;
+    case 'restoreService':
+      log.info({ service: action.service.name }, 'restoring the selector of an adopted Service');
+      return;
+    default:
+      log.debug({ action: action.kind }, "updating the App's finalizers");
+  }
+}
+
+/** The merge patch for a ReplicaSet's size and its scale-down mark. */
+function replicaSetPatch(action: Extract<ClusterAction, { kind: 'patchReplicaSet' }>) {
+  return {
+    ...(action.replicas !== undefined ? { spec: { replicas: action.replicas } } : {}),
+    ...(action.scaleDownAt !== undefined
+      ? { metadata: { annotations: { [ANN_SCALE_DOWN_AT]: action.scaleDownAt } } }
+      : {}),
+  };
+}
+
+export class Executor {
+  private readonly client: ClusterClient;
+  private readonly canWrite: () => boolean;
+
+  constructor(client: ClusterClient, canWrite: () => boolean) {
+    this.client = client;
+    this.canWrite = canWrite;
+  }
+
+  /** Throws NotLeaderError unless this replica may write now. */
+  guard(): void {
+    if (!this.canWrite()) throw new NotLeaderError();
+  }
+
+  /** Carries the actions out in order; the first failure stops the rest. */
+  async run(target: Target, actions: readonly ClusterAction[], log: Logger): Promise<void> {
+    for (const action of actions) {
+      this.guard();
+      logWrite(log, action);
+      try {
+        await this.write(target, action);
+      } catch (err) {
+        throw new ActionFailed(action, describe(target, action), err);
+      }
+    }
+  }
+
+  private async write(target: Target, action: ClusterAction): Promise<void> {
+    const { namespace, name, resourceVersion, finalizers } = target;
+    const client = this.client;
+    switch (action.kind) {
+      case 'createReplicaSet':
+      case 'applyService':
+      case 'createJob':
+        await client.apply(action.manifest);
+        return;
+      case 'patchReplicaSet':
+        await client.patchReplicaSet(namespace, action.name, replicaSetPatch(action));
+        return;
+      case 'deleteReplicaSet':
+        await client.deleteReplicaSet(namespace, action.name);
+        return;
+      case 'deleteJob':
+        await client.deleteJob(namespace, action.name);
+        return;
+      case 'restoreService':
+        await client.apply(restoredServiceManifest(action.service));
+        return;
+      // Guarded by the resourceVersion the plan was made from: a stale cache gets a 409 and re-plans.
+      case 'addFinalizer':
+        await client.patchAppMetadata(namespace, name, {
+          resourceVersion,
+          finalizers: [...finalizers.filter((f) => f !== FINALIZER), FINALIZER],
+        });
+        return;
+      case 'removeFinalizer':
+        // Already gone: a stale cache asked twice.
+        await ignoreNotFound(
+          client.patchAppMetadata(namespace, name, {
+            resourceVersion,
+            finalizers: finalizers.filter((f) => f !== FINALIZER),
+          }),
+        );
+        return;
+    }
+  }
+}

@@ -1,0 +1,26 @@
+// What the App reconciler reads from and writes to the API server, in one
+// injected client: the writes of apply.ts, and the few reads the cache cannot
+// serve (a Service not labelled by Teal yet, the keys of a git Secret).
+import { CoreV1Api, type KubeConfig, type V1Service } from '@kubernetes/client-node';
+import { Writer } from './apply.ts';
+import { ignoreNotFound } from './errors.ts';
+
+export class ClusterClient extends Writer {
+  private readonly core: CoreV1Api;
+
+  constructor(kc: KubeConfig) {
+    super(kc);
+    this.core = kc.makeApiClient(CoreV1Api);
+  }
+
+  /** The Service, or undefined when there is none. */
+  readService(namespace: string, name: string): Promise<V1Service | undefined> {
+    return ignoreNotFound(this.core.readNamespacedService({ namespace, name }));
+  }
+
+  /** The names of the Secret's keys (never its values), or undefined when there is no such Secret. */
+  async readSecretKeys(namespace: string, name: string): Promise<string[] | undefined> {
+    const secret = await ignoreNotFound(this.core.readNamespacedSecret({ namespace, name }));
+    return secret ? Object.keys(secret.data ?? {}) : undefined;
+  }
+}

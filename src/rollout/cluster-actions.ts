@@ -1,0 +1,39 @@
+// The one vocabulary of what Teal's planners ask of the cluster, and the
+// Events they want recorded. The planners are pure and return these as data;
+// the controller's executor (controller/executor.ts) carries the actions out,
+// in order, through one client, and records the Events only once the status
+// that goes with them has landed.
+import type { BuildJobManifest } from '../build/job.ts';
+import type { ObservedService } from './observed.ts';
+import type { ReplicaSetManifest } from './replicaset.ts';
+import type { ServiceManifest, ServiceRole } from './service.ts';
+
+/** Writes to ReplicaSets and Services: what the blue/green planner decides. */
+export type RolloutAction =
+  | { kind: 'createReplicaSet'; manifest: ReplicaSetManifest }
+  | { kind: 'patchReplicaSet'; name: string; replicas?: number; scaleDownAt?: string | null }
+  | { kind: 'deleteReplicaSet'; name: string }
+  | { kind: 'applyService'; role: ServiceRole; manifest: ServiceManifest };
+
+/** Build Jobs: what the build planner decides. */
+export type BuildAction =
+  | { kind: 'createJob'; manifest: BuildJobManifest }
+  | { kind: 'deleteJob'; name: string; why: string };
+
+/**
+ * The App's own metadata: a finalizer held while Teal has adopted a Service
+ * (it must get its selector back if the App goes), and that selector given back.
+ */
+export type AppAction =
+  | { kind: 'addFinalizer' }
+  | { kind: 'removeFinalizer' }
+  | { kind: 'restoreService'; service: ObservedService };
+
+export type ClusterAction = RolloutAction | BuildAction | AppAction;
+
+/** An Event on the App, as `kubectl describe` shows it. */
+export interface PlannerEvent {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
