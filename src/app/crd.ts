@@ -2,7 +2,7 @@
 // manifests script writes the result to config/crd.
 import { z } from 'zod';
 import { celRule } from './rules.ts';
-import { AppSpecSchema, AppStatusSchema, appNameRules, GROUP, KIND, PLURAL, VERSION } from './schema.ts';
+import { APP_RESOURCE, AppSpecSchema, AppStatusSchema, appNameRules, GROUP, KIND, PLURAL, VERSION } from './schema.ts';
 
 type JsonSchema = { [key: string]: unknown };
 
@@ -109,7 +109,7 @@ export function buildCrd(): JsonSchema {
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
-    metadata: { name: `${PLURAL}.${GROUP}` },
+    metadata: { name: APP_RESOURCE },
     spec: {
       group: GROUP,
       names: { kind: KIND, listKind: `${KIND}List`, plural: PLURAL, singular: 'app', categories: ['teal'] },

@@ -24,6 +24,10 @@ export const VERSION = 'v1alpha1';
 export const API_VERSION = `${GROUP}/${VERSION}`;
 export const KIND = 'App';
 export const PLURAL = 'apps';
+/** The App's coordinates in CustomObjectsApi requests, to spread next to namespace and name. */
+export const APP_API = { group: GROUP, version: VERSION, plural: PLURAL } as const;
+/** The CRD's name, and the resource as RBAC and kubectl name it. */
+export const APP_RESOURCE = `${PLURAL}.${GROUP}`;
 
 const duration = (what: string) =>
   matches(32, DURATION_PATTERN, `${what} must be a duration such as 90s, 15m or 1h30m`);

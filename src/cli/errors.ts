@@ -1,7 +1,8 @@
 // Errors the CLI prints as one line, with the exit code they end in. API
 // server errors are translated here so every command explains a 403, a 404
 // or an unreachable server the same way.
-import { ApiException } from '@kubernetes/client-node';
+import { APP_RESOURCE } from '../app/schema.ts';
+import { apiStatusOf } from '../kube/errors.ts';
 
 /** Exit codes; `status` adds its own (see docs/cli.md). */
 export const EXIT = {
@@ -54,35 +55,6 @@ export interface Operation {
   user?: string;
 }
 
-interface StatusBody {
-  message?: string;
-  reason?: string;
-  code?: number;
-  details?: { name?: string; kind?: string };
-}
-
-/** The Kubernetes Status in an error, if it carries one. */
-export function statusOf(err: unknown): { code: number; status: StatusBody } | undefined {
-  if (err instanceof ApiException) {
-    const code = Number(err.code);
-    let body: unknown = err.body;
-    if (typeof body === 'string') {
-      try {
-        body = JSON.parse(body);
-      } catch {
-        body = { message: body };
-      }
-    }
-    const status = body && typeof body === 'object' ? (body as StatusBody) : {};
-    return { code, status };
-  }
-  // Watch errors carry only the HTTP status.
-  if (err instanceof Error && typeof (err as { statusCode?: unknown }).statusCode === 'number') {
-    return { code: (err as unknown as { statusCode: number }).statusCode, status: { message: err.message } };
-  }
-  return undefined;
-}
-
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ETIMEDOUT', 'ECONNRESET', 'EAI_AGAIN']);
 
 /** Why the server could not be reached (an errno-style code), looking through fetch's causes. */
@@ -106,17 +78,17 @@ const where = (op: Operation) => (op.namespace ? `in namespace "${op.namespace}"
 /** The one line that explains why a request failed. */
 export function explain(err: unknown, op: Operation, server?: string): CliError {
   if (err instanceof CliError) return err;
-  const status = statusOf(err);
+  const status = apiStatusOf(err);
   if (status) {
-    const { code, status: body } = status;
-    const said = body.message ? `: ${body.message}` : '';
+    const { code, message, details } = status;
+    const said = message ? `: ${message}` : '';
     switch (code) {
       case 401:
         return new CliError(
           `the API server did not accept the credentials of user "${op.user ?? 'unknown'}" (401 Unauthorized): log in again or check the kubeconfig`,
         );
       case 403: {
-        const user = /User "([^"]*)"/.exec(body.message ?? '')?.[1] ?? op.user ?? 'unknown';
+        const user = /User "([^"]*)"/.exec(message)?.[1] ?? op.user ?? 'unknown';
         return new CliError(
           `user "${user}" cannot ${op.verb} ${target(op)} ${where(op)} (RBAC: ${op.hint ?? `needs "${op.rbacVerb ?? op.verb}" on ${op.resource}`})`,
           EXIT.error,
@@ -124,12 +96,12 @@ export function explain(err: unknown, op: Operation, server?: string): CliError 
         );
       }
       case 404: {
-        if (op.resource === 'apps.teal.dev' && body.details?.name === undefined && body.details?.kind === undefined) {
+        if (op.resource === APP_RESOURCE && details?.name === undefined && details?.kind === undefined) {
           return new CliError(
-            'the App resource (apps.teal.dev) is not installed in this cluster: apply config/crd first',
+            `the App resource (${APP_RESOURCE}) is not installed in this cluster: apply config/crd first`,
           );
         }
-        if (op.resource === 'apps.teal.dev' && op.name) {
+        if (op.resource === APP_RESOURCE && op.name) {
           return new CliError(`App "${op.name}" not found ${where(op)}`);
         }
         return new CliError(`${target(op)} not found ${where(op)}`);

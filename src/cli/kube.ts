@@ -20,12 +20,10 @@ import {
   type V1ReplicaSet,
   Watch,
 } from '@kubernetes/client-node';
-import type { AppStatus } from '../app/schema.ts';
-import { GROUP, PLURAL, VERSION } from '../app/schema.ts';
+import { APP_API, APP_RESOURCE, type AppStatus } from '../app/schema.ts';
+import { apiStatusOf } from '../kube/errors.ts';
 import { LABEL_APP } from '../rollout/labels.ts';
-import { CliError, explain, type Operation, statusOf } from './errors.ts';
-
-export const APP_RESOURCE = `${PLURAL}.${GROUP}`;
+import { CliError, explain, type Operation } from './errors.ts';
 
 /** An App as read from the API server: JSON, not parsed by the schema (no defaults added). */
 export interface AppObject {
@@ -141,7 +139,15 @@ export class Session {
     try {
       const review = await this.authz.createSelfSubjectAccessReview({
         body: {
-          spec: { resourceAttributes: { group: GROUP, resource: PLURAL, verb, name, namespace: this.namespace } },
+          spec: {
+            resourceAttributes: {
+              group: APP_API.group,
+              resource: APP_API.plural,
+              verb,
+              name,
+              namespace: this.namespace,
+            },
+          },
         },
       });
       return review.status?.allowed === true;
@@ -152,13 +158,7 @@ export class Session {
 
   async getApp(name: string, verb = 'get'): Promise<AppObject> {
     return (await this.call({ verb, rbacVerb: 'get', resource: APP_RESOURCE, name, namespace: this.namespace }, () =>
-      this.custom.getNamespacedCustomObject({
-        group: GROUP,
-        version: VERSION,
-        plural: PLURAL,
-        namespace: this.namespace,
-        name,
-      }),
+      this.custom.getNamespacedCustomObject({ ...APP_API, namespace: this.namespace, name }),
     )) as AppObject;
   }
 
@@ -170,13 +170,8 @@ export class Session {
     };
     const list = (await this.call(op, () =>
       allNamespaces
-        ? this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL })
-        : this.custom.listNamespacedCustomObject({
-            group: GROUP,
-            version: VERSION,
-            plural: PLURAL,
-            namespace: this.namespace,
-          }),
+        ? this.custom.listClusterCustomObject(APP_API)
+        : this.custom.listNamespacedCustomObject({ ...APP_API, namespace: this.namespace }),
     )) as { items?: AppObject[] };
     return list.items ?? [];
   }
@@ -205,20 +200,12 @@ export class Session {
     return (await this.call(op, async () => {
       try {
         return await this.custom.patchNamespacedCustomObject(
-          {
-            group: GROUP,
-            version: VERSION,
-            plural: PLURAL,
-            namespace: this.namespace,
-            name,
-            body,
-            fieldManager: 'kubectl-teal',
-          },
+          { ...APP_API, namespace: this.namespace, name, body, fieldManager: 'kubectl-teal' },
           setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
         );
       } catch (err) {
-        const status = statusOf(err);
-        if (status?.code === 422 && status.status.message?.includes('metadata.uid')) {
+        const status = apiStatusOf(err);
+        if (status?.code === 422 && status.message.includes('metadata.uid')) {
           throw new CliError(`App "${name}" was deleted and created again meanwhile: run the command again`);
         }
         throw err;
@@ -271,8 +258,8 @@ export class Session {
     let failures = 0;
     const again = (err: unknown) => {
       if (stopped) return;
-      const status = (err as { statusCode?: unknown } | null)?.statusCode;
-      if (typeof status === 'number' && status >= 400 && status < 500) {
+      const code = apiStatusOf(err)?.code;
+      if (code !== undefined && code >= 400 && code < 500) {
         onError(explain(err, { user: this.kubeconfigUser, ...op }, this.server));
         return;
       }
@@ -304,6 +291,44 @@ export class Session {
       controller?.abort();
     };
   }
+
+  /** watch() on the App named, in the session's namespace. */
+  watchApp(name: string, onChange: () => void, onError: (err: CliError) => void): () => void {
+    const ns = this.namespace;
+    return this.watch(paths.apps(ns), { fieldSelector: `metadata.name=${name}` }, onChange, onError, {
+      verb: 'watch',
+      resource: APP_RESOURCE,
+      name,
+      namespace: ns,
+    });
+  }
+}
+
+/**
+ * Runs `run` when called, one run at a time: calls during a run ask for one
+ * more run after it, so a burst of change signals costs at most two reads and
+ * the last one sees the latest state. `run` handles its own errors.
+ */
+export function oneAtATime(run: () => Promise<void>): () => void {
+  let running = false;
+  let again = false;
+  const call = async (): Promise<void> => {
+    if (running) {
+      again = true;
+      return;
+    }
+    running = true;
+    try {
+      await run();
+    } finally {
+      running = false;
+      if (again) {
+        again = false;
+        void call();
+      }
+    }
+  };
+  return () => void call();
 }
 
 function ownedBy(obj: { metadata?: { ownerReferences?: { uid: string }[] } }, app: AppObject): boolean {
@@ -313,7 +338,7 @@ function ownedBy(obj: { metadata?: { ownerReferences?: { uid: string }[] } }, ap
 
 /** Paths for watches, by resource. */
 export const paths = {
-  apps: (ns: string) => `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${PLURAL}`,
+  apps: (ns: string) => `/apis/${APP_API.group}/${APP_API.version}/namespaces/${ns}/${APP_API.plural}`,
   replicaSets: (ns: string) => `/apis/apps/v1/namespaces/${ns}/replicasets`,
   pods: (ns: string) => `/api/v1/namespaces/${ns}/pods`,
   jobs: (ns: string) => `/apis/batch/v1/namespaces/${ns}/jobs`,

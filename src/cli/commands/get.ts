@@ -2,7 +2,7 @@
 import { LABEL_APP } from '../../rollout/labels.ts';
 import type { Flags } from '../args.ts';
 import { CliError, EXIT } from '../errors.ts';
-import { APP_RESOURCE, paths, Session } from '../kube.ts';
+import { oneAtATime, paths, Session } from '../kube.ts';
 import { formatData, useColour } from '../output.ts';
 import { type AppView, appView, renderApp } from '../tree.ts';
 
@@ -57,14 +57,7 @@ async function watchApp(session: Session, name: string, show: (view: AppView) =>
 
   return new Promise<number>((resolve) => {
     let pending: NodeJS.Timeout | undefined;
-    let drawing = false;
-    let again = false;
-    const redraw = async () => {
-      if (drawing) {
-        again = true;
-        return;
-      }
-      drawing = true;
+    const redraw = oneAtATime(async () => {
       try {
         const text = show(await loadView(session, name, hidden));
         // Without a terminal each change is printed once; unchanged views are skipped.
@@ -72,18 +65,12 @@ async function watchApp(session: Session, name: string, show: (view: AppView) =>
         last = text;
       } catch (err) {
         process.stderr.write(`error: ${(err as Error).message}\n`);
-      } finally {
-        drawing = false;
-        if (again) {
-          again = false;
-          void redraw();
-        }
       }
-    };
+    });
     const changed = () => {
       clearTimeout(pending);
       // Changes come in bursts (a scale-up touches the ReplicaSet and every pod): draw once per burst.
-      pending = setTimeout(() => void redraw(), 150);
+      pending = setTimeout(redraw, 150);
     };
     const ns = session.namespace;
     const selector = { labelSelector: `${LABEL_APP}=${name}` };
@@ -101,15 +88,8 @@ async function watchApp(session: Session, name: string, show: (view: AppView) =>
     };
     const interrupted = () => finish(EXIT.ok);
     process.once('SIGINT', interrupted);
-    const ticker = setInterval(() => void redraw(), tty ? 5_000 : 30_000);
-    stops.push(
-      session.watch(paths.apps(ns), { fieldSelector: `metadata.name=${name}` }, changed, refused, {
-        verb: 'watch',
-        resource: APP_RESOURCE,
-        name,
-        namespace: ns,
-      }),
-    );
+    const ticker = setInterval(redraw, tty ? 5_000 : 30_000);
+    stops.push(session.watchApp(name, changed, refused));
     const workloads = [
       { kind: 'replicasets', path: paths.replicaSets(ns), resource: 'replicasets.apps' },
       { kind: 'pods', path: paths.pods(ns), resource: 'pods' },

@@ -5,10 +5,12 @@
 // of their log there (FallbackToLogsOnError).
 import { STATUS_CODES } from 'node:http';
 import { PassThrough } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Log, type V1Pod } from '@kubernetes/client-node';
 import { LABEL_COMMIT } from '../../build/job.ts';
+import { apiStatusOf, ignoreNotFound } from '../../kube/errors.ts';
 import type { Flags } from '../args.ts';
-import { CliError, EXIT, explain, statusOf, UsageError } from '../errors.ts';
+import { CliError, EXIT, explain, UsageError } from '../errors.ts';
 import { type AppObject, Session } from '../kube.ts';
 
 const JOB_NAME_LABEL = 'batch.kubernetes.io/job-name';
@@ -53,14 +55,11 @@ export async function logs(args: string[], flags: Flags): Promise<number> {
   const ns = session.namespace;
   const app = await session.getApp(name);
   const jobName = await buildJob(session, app, flags.commit);
-  await session.call({ verb: 'get', resource: 'jobs.batch', shown: 'build Job', name: jobName, namespace: ns }, () =>
-    session.batch.readNamespacedJob({ namespace: ns, name: jobName }).catch((err: unknown) => {
-      if (statusOf(err)?.code === 404) {
-        throw new CliError(`build Job "${jobName}" of App "${name}" is gone (Teal keeps only recent build Jobs)`);
-      }
-      throw err;
-    }),
+  const job = await session.call(
+    { verb: 'get', resource: 'jobs.batch', shown: 'build Job', name: jobName, namespace: ns },
+    () => ignoreNotFound(session.batch.readNamespacedJob({ namespace: ns, name: jobName })),
   );
+  if (!job) throw new CliError(`build Job "${jobName}" of App "${name}" is gone (Teal keeps only recent build Jobs)`);
 
   // With -f, wait for the pod to exist and its container to start, as kubectl logs -f does.
   let pod: V1Pod | undefined;
@@ -77,7 +76,7 @@ export async function logs(args: string[], flags: Flags): Promise<number> {
           : `build Job "${jobName}" has no pod yet: use -f to wait for it`,
       );
     }
-    await new Promise((r) => setTimeout(r, 1_000));
+    await sleep(1_000);
   }
   const podName = pod.metadata?.name ?? '';
   const container = pod.spec?.containers[0]?.name ?? 'build';
@@ -103,18 +102,16 @@ export async function logs(args: string[], flags: Flags): Promise<number> {
       ? request
       : Promise.race([
           request,
-          new Promise((_, reject) => {
-            setTimeout(
-              () => reject(new CliError(`the node of build pod "${podName}" did not answer within 30 s`)),
-              READ_TIMEOUT_MS,
-            ).unref();
+          // Unref'd: once the logs are read, the timer keeps no process alive.
+          sleep(READ_TIMEOUT_MS, undefined, { ref: false }).then(() => {
+            throw new CliError(`the node of build pod "${podName}" did not answer within 30 s`);
           }),
         ]));
   } catch (err) {
-    const status = statusOf(err);
+    const status = apiStatusOf(err);
     if (status && status.code !== 403 && status.code !== 401 && status.code !== 404) {
       // client-node keeps the Status message of a 500 only; name the others by their HTTP status.
-      const said = status.status.message ?? `HTTP ${status.code} ${STATUS_CODES[status.code] ?? ''}`.trimEnd();
+      const said = status.message || `HTTP ${status.code} ${STATUS_CODES[status.code] ?? ''}`.trimEnd();
       return noLogs(pod, `its node did not serve them (${said})`, EXIT.error);
     }
     throw explain(err, { user: session.kubeconfigUser, ...op }, session.server);

@@ -4,7 +4,7 @@ import { parseDuration } from '../../app/duration.ts';
 import { readIntents } from '../../app/intents.ts';
 import type { Flags } from '../args.ts';
 import { CliError, EXIT, UsageError } from '../errors.ts';
-import { APP_RESOURCE, type AppObject, paths, Session } from '../kube.ts';
+import { type AppObject, oneAtATime, Session } from '../kube.ts';
 import { formatData, showStatus, useColour } from '../output.ts';
 
 const DEFAULT_TIMEOUT = '5m';
@@ -94,8 +94,6 @@ export async function status(args: string[], flags: Flags): Promise<number> {
   if (now) return report(app, now, CODES[now]);
 
   return new Promise<number>((resolve, reject) => {
-    let checking = false;
-    let again = false;
     const finish = (outcome: number | CliError) => {
       stop();
       clearTimeout(deadline);
@@ -103,12 +101,7 @@ export async function status(args: string[], flags: Flags): Promise<number> {
       if (typeof outcome === 'number') resolve(outcome);
       else reject(outcome);
     };
-    const check = async () => {
-      if (checking) {
-        again = true;
-        return;
-      }
-      checking = true;
+    const check = oneAtATime(async () => {
       try {
         app = await session.getApp(name);
         say(app);
@@ -116,24 +109,11 @@ export async function status(args: string[], flags: Flags): Promise<number> {
         if (result) finish(report(app, result, CODES[result]));
       } catch (err) {
         if (err instanceof CliError) finish(err);
-      } finally {
-        checking = false;
-        if (again) {
-          again = false;
-          void check();
-        }
       }
-    };
-    const ns = session.namespace;
-    const stop = session.watch(
-      paths.apps(ns),
-      { fieldSelector: `metadata.name=${name}` },
-      () => void check(),
-      (err) => finish(err),
-      { verb: 'watch', resource: APP_RESOURCE, name, namespace: ns },
-    );
+    });
+    const stop = session.watchApp(name, check, (err) => finish(err));
     // A safety net should a watch event be missed.
-    const poll = setInterval(() => void check(), 5_000);
+    const poll = setInterval(check, 5_000);
     const deadline =
       timeoutMs > 0 ? setTimeout(() => finish(report(app, 'timeout', EXIT.timeout)), timeoutMs) : undefined;
   });
