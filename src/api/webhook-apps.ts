@@ -4,7 +4,7 @@
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { CachedApp } from '../controller/cache.ts';
 import { normalizeRepoUrl } from '../git/url.ts';
-import { isNotFound } from '../kube/errors.ts';
+import { ignoreNotFound } from '../kube/errors.ts';
 import { type SecretLoader, WebhookSecretCache } from './webhook-secret-cache.ts';
 import type { Candidate, WebhookHint } from './webhooks.ts';
 
@@ -49,13 +49,9 @@ export function matchingApps(apps: readonly CachedApp[], hint: Pick<WebhookHint,
 export function webhookSecretLoader(kc: KubeConfig): SecretLoader {
   const core = kc.makeApiClient(CoreV1Api);
   return async (namespace, name) => {
-    try {
-      const data = (await core.readNamespacedSecret({ namespace, name })).data?.[WEBHOOK_SECRET_KEY];
-      return data ? Buffer.from(data, 'base64') : undefined;
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
+    const secret = await ignoreNotFound(core.readNamespacedSecret({ namespace, name }));
+    const data = secret?.data?.[WEBHOOK_SECRET_KEY];
+    return data ? Buffer.from(data, 'base64') : undefined;
   };
 }
 

@@ -8,7 +8,7 @@ import type { ResolvedSource, SourceFailure } from '../build/status.ts';
 import { credentialsFromSecretData } from '../git/credentials.ts';
 import { isGitError } from '../git/errors.ts';
 import { type ResolveOutcome, SourcePoller } from '../git/poller.ts';
-import { isNotFound } from '../kube/errors.ts';
+import { ignoreNotFound } from '../kube/errors.ts';
 import type { FollowSpec, SourceView } from './reconciler.ts';
 
 export interface SourcesOptions {
@@ -38,13 +38,9 @@ export class Sources implements SourceView {
       // credentialsKey is "namespace/secret".
       credentials: async (key) => {
         const [namespace = '', name = ''] = key.split('/');
-        try {
-          const secret = await this.core.readNamespacedSecret({ namespace, name });
-          return credentialsFromSecretData(secret.data, name);
-        } catch (err) {
-          if (isNotFound(err)) throw new Error(`Secret ${key} not found`);
-          throw err;
-        }
+        const secret = await ignoreNotFound(this.core.readNamespacedSecret({ namespace, name }));
+        if (!secret) throw new Error(`Secret ${key} not found`);
+        return credentialsFromSecretData(secret.data, name);
       },
       onResolved: (appKeys, result) => {
         for (const key of appKeys) this.states.set(key, toState(result, new Date().toISOString()));

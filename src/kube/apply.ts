@@ -11,8 +11,8 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
-import { API_VERSION, type AppStatus, GROUP, KIND, PLURAL, VERSION } from '../app/schema.ts';
-import { isNotFound } from './errors.ts';
+import { API_VERSION, APP_API, type AppStatus, KIND } from '../app/schema.ts';
+import { ignoreNotFound } from './errors.ts';
 
 export const FIELD_MANAGER = 'teal';
 
@@ -42,20 +42,12 @@ export class Writer {
   }
 
   async deleteReplicaSet(namespace: string, name: string): Promise<void> {
-    try {
-      await this.apps.deleteNamespacedReplicaSet({ namespace, name, propagationPolicy: 'Background' });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    await ignoreNotFound(this.apps.deleteNamespacedReplicaSet({ namespace, name, propagationPolicy: 'Background' }));
   }
 
   async deleteJob(namespace: string, name: string): Promise<void> {
-    try {
-      // Background: the Job's pods go with it.
-      await this.batch.deleteNamespacedJob({ namespace, name, propagationPolicy: 'Background' });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    // Background: the Job's pods go with it.
+    await ignoreNotFound(this.batch.deleteNamespacedJob({ namespace, name, propagationPolicy: 'Background' }));
   }
 
   /**
@@ -66,10 +58,8 @@ export class Writer {
   async writeStatus(namespace: string, name: string, resourceVersion: string, status: AppStatus): Promise<string> {
     const body = { apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace, resourceVersion }, status };
     const result = (await this.custom.replaceNamespacedCustomObjectStatus({
-      group: GROUP,
-      version: VERSION,
+      ...APP_API,
       namespace,
-      plural: PLURAL,
       name,
       body,
       fieldManager: FIELD_MANAGER,
@@ -80,15 +70,7 @@ export class Writer {
   /** Merge patch of App metadata (finalizers). */
   async patchAppMetadata(namespace: string, name: string, metadata: object): Promise<void> {
     await this.custom.patchNamespacedCustomObject(
-      {
-        group: GROUP,
-        version: VERSION,
-        namespace,
-        plural: PLURAL,
-        name,
-        body: { metadata },
-        fieldManager: FIELD_MANAGER,
-      },
+      { ...APP_API, namespace, name, body: { metadata }, fieldManager: FIELD_MANAGER },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
   }

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { API_VERSION, KIND } from '../app/schema.ts';
+import { errorMessage } from './errors.ts';
 
 export interface EventTarget {
   name: string;
@@ -53,7 +54,10 @@ export class EventRecorder {
         },
       });
     } catch (err) {
-      this.log.warn({ err: String(err), app: `${target.namespace}/${target.name}`, reason }, 'could not record event');
+      this.log.warn(
+        { err: errorMessage(err), app: `${target.namespace}/${target.name}`, reason },
+        'could not record event',
+      );
     }
   }
 }

@@ -3,9 +3,11 @@
 // instead of relisting, relists (with a diff) only on 410 Gone, and retries
 // every other failure until stop().
 
+import { setTimeout as sleep } from 'node:timers/promises';
 import { HttpMethod, type KubeConfig, RequestContext, Watch } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { fetch } from 'undici';
+import { apiStatusOf, statusFromBody } from './errors.ts';
 
 /** Object metadata as the API server sends it (JSON, timestamps as strings). */
 export interface RawObjectMeta {
@@ -109,6 +111,7 @@ export function diffRelist<T extends KubeObjectLike>(
   return diff;
 }
 
+/** A failed list, or a watch's ERROR event; statusCode as on client-node's Watch errors, which apiStatusOf reads. */
 class HttpError extends Error {
   readonly statusCode: number;
   readonly retryAfterMs: number | undefined;
@@ -145,11 +148,6 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 const errorName = (err: unknown): string | undefined =>
   isRecord(err) || err instanceof Error ? String((err as { name?: unknown }).name) : undefined;
 
-function statusCodeOf(err: unknown): number | undefined {
-  const code = isRecord(err) || err instanceof Error ? (err as { statusCode?: unknown }).statusCode : undefined;
-  return typeof code === 'number' ? code : undefined;
-}
-
 /** Retry-After is either seconds or an HTTP date. */
 function parseRetryAfter(header: string | null): number | undefined {
   if (!header) return undefined;
@@ -158,19 +156,6 @@ function parseRetryAfter(header: string | null): number | undefined {
   if (!Number.isFinite(ms)) return undefined;
   // A broken proxy must not park the informer for hours.
   return Math.min(Math.max(ms, 0), 10 * 60_000);
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
 
 const namespaceOfKey = (key: string): string => {
@@ -248,6 +233,8 @@ export class Informer<T extends KubeObjectLike> {
     const run = new AbortController();
     this.run = run;
     this.loop(run.signal).catch((err: unknown) => {
+      // stop() ends the loop by aborting its sleep, which rejects.
+      if (run.signal.aborted) return;
       // loop() handles its own errors; this is a bug guard, not a code path.
       this.log?.error({ err, path: this.path }, 'informer loop crashed');
     });
@@ -432,7 +419,7 @@ export class Informer<T extends KubeObjectLike> {
           const retryAfter = err instanceof HttpError ? (err.retryAfterMs ?? 0) : 0;
           const delay = Math.max(retryAfter, this.backoffMs(failures++));
           this.log?.warn({ err, path: this.path, delayMs: Math.round(delay) }, 'informer list failed; retrying');
-          await sleep(delay, signal);
+          await sleep(delay, undefined, { signal });
           continue;
         }
       }
@@ -463,7 +450,7 @@ export class Informer<T extends KubeObjectLike> {
           'informer watch failed; reconnecting',
         );
       }
-      if (delay > 0) await sleep(delay, signal);
+      if (delay > 0) await sleep(delay, undefined, { signal });
     }
   }
 
@@ -478,7 +465,7 @@ export class Informer<T extends KubeObjectLike> {
         page = await this.fetchPage(continueToken, signal);
       } catch (err) {
         // An expired continue token means starting the list over, not failing.
-        if (continueToken !== undefined && err instanceof HttpError && err.statusCode === 410) {
+        if (continueToken !== undefined && apiStatusOf(err)?.code === 410) {
           this.log?.info({ path: this.path }, 'informer list continue token expired; listing again');
           fresh.clear();
           continueToken = undefined;
@@ -547,13 +534,7 @@ export class Informer<T extends KubeObjectLike> {
     });
     if (res.status !== 200) {
       const text = await res.text().catch(() => '');
-      let message = text || res.statusText;
-      try {
-        const status: unknown = JSON.parse(text);
-        if (isRecord(status) && typeof status.message === 'string') message = status.message;
-      } catch {
-        // Not a Status object: keep the text.
-      }
+      const message = statusFromBody(res.status, text).message || text || res.statusText;
       const retryAfter = res.status === 429 ? parseRetryAfter(res.headers.get('retry-after')) : undefined;
       throw new HttpError(res.status, `list ${this.path}: ${res.status} ${message}`, retryAfter);
     }
@@ -597,7 +578,7 @@ export class Informer<T extends KubeObjectLike> {
         controller?.abort();
         resolve({
           err,
-          gone: gone || statusCodeOf(err) === 410,
+          gone: gone || apiStatusOf(err)?.code === 410,
           restarted: local.signal.aborted && !signal.aborted,
           events,
           durationMs: Date.now() - started,

@@ -5,8 +5,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { errorMessage, ignoreNotFound, isConflict, isNotFound } from './errors.ts';
 
 export type LeaderElectionLogger = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
 
@@ -127,7 +129,10 @@ export class LeaderElector {
   async start(): Promise<void> {
     if (this.loop || this.stopping) throw new Error('leader elector already started or stopped');
     this.log.info({ lease: this.describe(), identity: this.identity }, 'attempting to acquire leader lease');
-    this.loop = this.run(this.abort.signal).catch((err: unknown) => {
+    const signal = this.abort.signal;
+    this.loop = this.run(signal).catch((err: unknown) => {
+      // stop() ends the loop by aborting its sleep, which rejects.
+      if (signal.aborted) return;
       this.log.error({ err, lease: this.describe() }, 'leader election loop failed');
       this.stepDown('the election loop failed');
     });
@@ -167,11 +172,11 @@ export class LeaderElector {
       else await this.acquireOnce(signal);
       if (signal.aborted) return;
       if (this.leading) {
-        await this.sleep(this.retryPeriodMs, signal);
+        await sleep(this.retryPeriodMs, undefined, { signal });
       } else {
         // Let the old term's work wind down before a new term can start.
         await Promise.race([this.stoppedLeading, stopped]);
-        await this.sleep(this.retryPeriodMs * (1 + Math.random() * JITTER_FACTOR), signal);
+        await sleep(this.retryPeriodMs * (1 + Math.random() * JITTER_FACTOR), undefined, { signal });
       }
     }
   }
@@ -256,51 +261,34 @@ export class LeaderElector {
       renewTime: time,
       leaseTransitions: 0,
     };
+    const lease = this.describe();
 
     // 1. Fast path: the holder updates optimistically from the version it wrote last.
-    const mine = this.observed?.record;
-    if (this.lease && mine?.holderIdentity === this.identity && this.isLeaseValid()) {
-      try {
-        const lease = await this.replace(this.lease, { ...desired, ...kept(mine, time) }, signal);
-        this.observe(lease, true);
-        return true;
-      } catch (err) {
-        if (signal.aborted) return false;
-        this.log.debug({ err: summary(err), lease: this.describe() }, 'optimistic renew failed, falling back');
-      }
+    const [last, mine] = [this.lease, this.observed?.record];
+    if (last && mine?.holderIdentity === this.identity && this.isLeaseValid()) {
+      const renewed = await this.write(
+        () => this.replace(last, { ...desired, ...kept(mine, time) }, signal),
+        signal,
+        (err) => this.log.debug({ err: errorMessage(err), lease }, 'optimistic renew failed, falling back'),
+      );
+      if (renewed || signal.aborted) return renewed;
     }
 
     // 2. Read the lease, or create it.
-    let current: k8s.V1Lease;
+    let current: k8s.V1Lease | undefined;
     try {
-      current = await this.request((o) => this.api.readNamespacedLease(this.ref(), o), signal);
+      current = await ignoreNotFound(this.request((o) => this.api.readNamespacedLease(this.ref(), o), signal));
     } catch (err) {
-      if (signal.aborted) return false;
-      if (!isStatus(err, 404)) {
-        this.log.error({ err: summary(err), lease: this.describe() }, 'error retrieving the lease');
-        return false;
-      }
-      try {
-        const body = { metadata: { name: this.options.name, namespace: this.options.namespace }, spec: desired };
-        const lease = await this.request(
-          (o) => this.api.createNamespacedLease({ namespace: this.options.namespace, body }, o),
-          signal,
-        );
-        this.observe(lease, true);
-        return true;
-      } catch (createErr) {
-        if (!signal.aborted) {
-          this.log.info({ err: summary(createErr), lease: this.describe() }, 'could not create the lease');
-        }
-        return false;
-      }
+      if (!signal.aborted) this.log.error({ err: errorMessage(err), lease }, 'error retrieving the lease');
+      return false;
     }
+    if (current === undefined) return this.create(desired, signal);
 
     // 3. Note when the record last changed, then respect an unexpired holder.
     this.observe(current, false);
     const record = toRecord(current);
     if (record.holderIdentity !== '' && record.holderIdentity !== this.identity && this.isLeaseValid()) {
-      this.log.debug({ lease: this.describe(), holder: record.holderIdentity }, 'lease is held and not yet expired');
+      this.log.debug({ lease, holder: record.holderIdentity }, 'lease is held and not yet expired');
       return false;
     }
 
@@ -309,14 +297,38 @@ export class LeaderElector {
       record.holderIdentity === this.identity
         ? { ...desired, ...kept(record, time) }
         : { ...desired, leaseTransitions: record.leaseTransitions + 1 };
+    return this.write(
+      () => this.replace(current, spec, signal),
+      signal,
+      (err) => {
+        if (isConflict(err)) this.log.info({ lease }, 'another candidate updated the lease first');
+        else this.log.error({ err: errorMessage(err), lease }, 'failed to update the lease');
+      },
+    );
+  }
+
+  private create(spec: k8s.V1LeaseSpec, signal: AbortSignal): Promise<boolean> {
+    const { namespace } = this.options;
+    const body = { metadata: this.ref(), spec };
+    return this.write(
+      () => this.request((o) => this.api.createNamespacedLease({ namespace, body }, o), signal),
+      signal,
+      (err) => this.log.info({ err: errorMessage(err), lease: this.describe() }, 'could not create the lease'),
+    );
+  }
+
+  /** Sends one write of the lease: true when it went through, and then what was written is observed. */
+  private async write(
+    send: () => Promise<k8s.V1Lease>,
+    signal: AbortSignal,
+    failed: (err: unknown) => void,
+  ): Promise<boolean> {
     try {
-      const lease = await this.replace(current, spec, signal);
-      this.observe(lease, true);
+      this.observe(await send(), true);
       return true;
     } catch (err) {
-      if (signal.aborted) return false;
-      if (isStatus(err, 409)) this.log.info({ lease: this.describe() }, 'another candidate updated the lease first');
-      else this.log.error({ err: summary(err), lease: this.describe() }, 'failed to update the lease');
+      // An aborted write says nothing about the lease: stop() is under way.
+      if (!signal.aborted) failed(err);
       return false;
     }
   }
@@ -336,8 +348,8 @@ export class LeaderElector {
       });
       this.log.info({ lease: this.describe(), identity: this.identity }, 'released the lease');
     } catch (err) {
-      if (!isStatus(err, 404))
-        this.log.warn({ err: summary(err), lease: this.describe() }, 'failed to release the lease');
+      if (!isNotFound(err))
+        this.log.warn({ err: errorMessage(err), lease: this.describe() }, 'failed to release the lease');
     }
   }
 
@@ -387,21 +399,6 @@ export class LeaderElector {
     if (holder === '') return;
     this.log.info({ lease: this.describe(), leader: holder }, 'new leader elected');
     this.notify('onNewLeader', () => this.options.onNewLeader?.(holder));
-  }
-
-  private sleep(ms: number, signal: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      if (signal.aborted) return resolve();
-      const onAbort = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-      const timer = setTimeout(() => {
-        signal.removeEventListener('abort', onAbort);
-        resolve();
-      }, ms);
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
   }
 
   /** Runs a callback so that neither a throw nor a rejection escapes into the election loop. */
@@ -476,24 +473,4 @@ function aborted(signal: AbortSignal): Promise<void> {
     if (signal.aborted) resolve();
     else signal.addEventListener('abort', () => resolve(), { once: true });
   });
-}
-
-function isStatus(err: unknown, code: number): boolean {
-  return err instanceof k8s.ApiException && err.code === code;
-}
-
-// ApiException messages carry the whole response; the code and the Status message say enough.
-function summary(err: unknown): string {
-  if (!(err instanceof k8s.ApiException)) return err instanceof Error ? err.message : String(err);
-  const raw: unknown = err.body;
-  let body = raw;
-  if (typeof raw === 'string') {
-    try {
-      body = JSON.parse(raw);
-    } catch {
-      return `HTTP ${err.code}: ${raw.slice(0, 200)}`;
-    }
-  }
-  const message = typeof body === 'object' && body !== null && 'message' in body ? String(body.message) : '';
-  return `HTTP ${err.code}: ${message}`;
 }
