@@ -13,6 +13,23 @@ export interface ValueProblem {
   message: string;
 }
 
+/** Where an observed object is, and the version of it that was read. */
+export interface ObjectRef {
+  namespace: string;
+  name: string;
+  resourceVersion: string;
+}
+
+/** A namespaced object's reference; undefined without a name or namespace, as nothing can be done with it. */
+export function objectRef(metadata: {
+  name?: string;
+  namespace?: string;
+  resourceVersion?: string;
+}): ObjectRef | undefined {
+  if (!metadata.name || !metadata.namespace) return undefined;
+  return { namespace: metadata.namespace, name: metadata.name, resourceVersion: metadata.resourceVersion ?? '' };
+}
+
 /** How to read one kind of value: the parse, and what it expects, for the message. */
 export interface ValueParser<T> {
   expected: string;

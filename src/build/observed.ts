@@ -1,7 +1,7 @@
 // Build Jobs and their pods, trimmed to what the build planner reads. Each
 // label read is checked against the shape Teal writes; a bad one is treated
 // as absent and listed in `problems`.
-import { commitSha, matching, objectName, ValueReader } from '../app/cluster-values.ts';
+import { commitSha, matching, objectName, objectRef, ValueReader } from '../app/cluster-values.ts';
 import { LABEL_APP } from '../rollout/labels.ts';
 import { LABEL_BUILD, LABEL_BUILD_SPEC, LABEL_COMMIT } from './job.ts';
 import type { ObservedBuildPod, ObservedJob } from './plan.ts';
@@ -36,9 +36,10 @@ const MESSAGE_MAX = 4096;
 
 export function observeJob(raw: unknown): ObservedJob | undefined {
   const job = raw as Raw;
-  const m = job.metadata;
-  if (!m?.name || !m.namespace) return undefined;
-  const read = new ValueReader(`Job ${m.name}`);
+  const m = job.metadata ?? {};
+  const ref = objectRef(m);
+  if (!ref) return undefined;
+  const read = new ValueReader(`Job ${ref.name}`);
   // A Job's pod template cannot change after creation: it holds the labels Teal gave the Job.
   const template = job.spec?.template?.metadata?.labels;
   const app = read.fixedLabel(m.labels, template, 'pod template', LABEL_APP, objectName);
@@ -50,9 +51,7 @@ export function observeJob(raw: unknown): ObservedJob | undefined {
   );
   const failure = done?.type === 'Failed' ? [done.reason, done.message].filter(Boolean).join(': ') : undefined;
   return {
-    namespace: m.namespace,
-    name: m.name,
-    resourceVersion: m.resourceVersion ?? '',
+    ...ref,
     app,
     commit,
     buildSpec,
@@ -69,9 +68,10 @@ export function observeJob(raw: unknown): ObservedJob | undefined {
 
 export function observeBuildPod(raw: unknown): ObservedBuildPod | undefined {
   const pod = raw as Raw;
-  const m = pod.metadata;
-  if (!m?.name || !m.namespace || !m.labels?.[LABEL_BUILD]) return undefined;
-  const read = new ValueReader(`Pod ${m.name}`);
+  const m = pod.metadata ?? {};
+  const ref = objectRef(m);
+  if (!ref || !m.labels?.[LABEL_BUILD]) return undefined;
+  const read = new ValueReader(`Pod ${ref.name}`);
   // The Job controller names the pod's Job twice: in the job-name label and in its controller reference.
   const owner = m.ownerReferences?.find((o) => o.controller && o.kind === 'Job')?.name;
   const job = read.fixedLabel(
@@ -87,9 +87,7 @@ export function observeBuildPod(raw: unknown): ObservedBuildPod | undefined {
     pod.status?.containerStatuses?.[0]?.state?.terminated;
   const message = terminated?.message;
   return {
-    namespace: m.namespace,
-    name: m.name,
-    resourceVersion: m.resourceVersion ?? '',
+    ...ref,
     job,
     phase: pod.status?.phase ?? 'Pending',
     // Its tail, as the planner reads it: the digest, or the last lines of the log.

@@ -5,7 +5,9 @@
 import {
   commitSha,
   imageReference,
+  type ObjectRef,
   objectName,
+  objectRef,
   positiveInteger,
   rfc3339Time,
   selectorJson,
@@ -25,12 +27,6 @@ import {
   LABEL_HASH,
   NO_REVISION,
 } from './labels.ts';
-
-export interface ObjectRef {
-  namespace: string;
-  name: string;
-  resourceVersion: string;
-}
 
 export interface ObservedReplicaSet extends ObjectRef {
   app: string;
@@ -100,9 +96,10 @@ const controllerUid = (raw: Raw<unknown>): string | undefined =>
 
 export function observeReplicaSet(raw: unknown): ObservedReplicaSet | undefined {
   const rs = raw as RawReplicaSet;
-  const m = rs.metadata;
-  if (!m?.name || !m.namespace) return undefined;
-  const read = new ValueReader(`ReplicaSet ${m.name}`);
+  const m = rs.metadata ?? {};
+  const ref = objectRef(m);
+  if (!ref) return undefined;
+  const read = new ValueReader(`ReplicaSet ${ref.name}`);
   // A ReplicaSet's selector cannot change after creation: it holds the App and hash Teal gave it.
   const selector = rs.spec?.selector?.matchLabels;
   const app = read.fixedLabel(m.labels, selector, 'selector', LABEL_APP, objectName);
@@ -115,9 +112,7 @@ export function observeReplicaSet(raw: unknown): ObservedReplicaSet | undefined 
   const image = read.annotation(annotations, ANN_IMAGE, imageReference) ?? '';
   const ownerUid = controllerUid(rs);
   return {
-    namespace: m.namespace,
-    name: m.name,
-    resourceVersion: m.resourceVersion ?? '',
+    ...ref,
     app,
     hash,
     revision,
@@ -139,9 +134,10 @@ export function observeReplicaSet(raw: unknown): ObservedReplicaSet | undefined 
 
 export function observeService(raw: unknown): ObservedService | undefined {
   const svc = raw as RawService;
-  const m = svc.metadata;
-  if (!m?.name || !m.namespace) return undefined;
-  const read = new ValueReader(`Service ${m.name}`);
+  const m = svc.metadata ?? {};
+  const ref = objectRef(m);
+  if (!ref) return undefined;
+  const read = new ValueReader(`Service ${ref.name}`);
   const app = read.label(m.labels, LABEL_APP, objectName);
   const originalSelector = read.annotation(m.annotations, ANN_ORIGINAL_SELECTOR, selectorJson);
   const appliedHash = read.annotation(m.annotations, ANN_APPLIED, shortHash);
@@ -153,9 +149,7 @@ export function observeService(raw: unknown): ObservedService | undefined {
   }
   const ownerUid = controllerUid(svc);
   return {
-    namespace: m.namespace,
-    name: m.name,
-    resourceVersion: m.resourceVersion ?? '',
+    ...ref,
     ...(app ? { app } : {}),
     selector,
     ...(ownerUid ? { ownerUid } : {}),
