@@ -116,14 +116,10 @@ export function verifySignature(
 const url = z.string().nullish();
 const ref = z.string().nullish();
 
+// Gitea copies GitHub's push payload; its repository has no git_url.
 const githubPayload = z.object({
   ref,
   repository: z.object({ clone_url: url, ssh_url: url, html_url: url, git_url: url }).nullish(),
-});
-
-const giteaPayload = z.object({
-  ref,
-  repository: z.object({ clone_url: url, ssh_url: url, html_url: url }).nullish(),
 });
 
 const gitlabPayload = z.object({
@@ -162,11 +158,10 @@ interface ProviderSpec {
   extract(payload: unknown): Extracted;
 }
 
-const SPECS: Record<Provider, ProviderSpec> = {
-  github: {
-    eventHeader: 'x-github-event',
-    deliveryHeader: 'x-github-delivery',
-    urlFields: 'repository.clone_url, ssh_url, html_url or git_url',
+/** GitHub's events and payload, which Gitea copies under its own header names. */
+function githubEvents(urlFields: string): Omit<ProviderSpec, 'eventHeader' | 'deliveryHeader'> {
+  return {
+    urlFields,
     refFields: 'ref',
     classify: (event) => (event === 'push' ? 'push' : event === 'ping' ? 'ping' : 'other'),
     extract(payload) {
@@ -174,18 +169,19 @@ const SPECS: Record<Provider, ProviderSpec> = {
       const r = p.repository;
       return { repoUrls: [r?.clone_url, r?.ssh_url, r?.html_url, r?.git_url], refs: [p.ref] };
     },
+  };
+}
+
+const SPECS: Record<Provider, ProviderSpec> = {
+  github: {
+    eventHeader: 'x-github-event',
+    deliveryHeader: 'x-github-delivery',
+    ...githubEvents('repository.clone_url, ssh_url, html_url or git_url'),
   },
   gitea: {
     eventHeader: 'x-gitea-event',
     deliveryHeader: 'x-gitea-delivery',
-    urlFields: 'repository.clone_url, ssh_url or html_url',
-    refFields: 'ref',
-    classify: (event) => (event === 'push' ? 'push' : event === 'ping' ? 'ping' : 'other'),
-    extract(payload) {
-      const p = parse(giteaPayload, payload);
-      const r = p.repository;
-      return { repoUrls: [r?.clone_url, r?.ssh_url, r?.html_url], refs: [p.ref] };
-    },
+    ...githubEvents('repository.clone_url, ssh_url or html_url'),
   },
   gitlab: {
     eventHeader: 'x-gitlab-event',
