@@ -11,7 +11,7 @@ import {
   type InformerOptions,
   type RawObject,
 } from '../../src/kube/informer.ts';
-import { clients, createNamespace, kubeConfig, waitFor } from '../support/kube.ts';
+import { clients, createNamespace, kubeConfig, WAIT_MS, waitFor } from '../support/kube.ts';
 
 const { core } = clients();
 let ns: string;
@@ -76,7 +76,7 @@ const remove = async (name: string) => core.deleteNamespacedConfigMap({ name, na
 
 const names = (items: Cm[]) => items.map((o) => o.metadata.name).sort();
 const eventually = (what: string, events: string[], expected: string[]) =>
-  waitFor(what, async () => (expected.every((e) => events.includes(e)) ? true : undefined), { timeoutMs: 15_000 });
+  waitFor(what, async () => (expected.every((e) => events.includes(e)) ? true : undefined));
 
 describe('Informer', () => {
   it('lists existing objects, syncs, then delivers watch events in the trimmed shape', async () => {
@@ -85,7 +85,7 @@ describe('Informer', () => {
     const { inf, events } = informer('basic');
     expect(inf.hasSynced()).toBe(false);
     inf.start();
-    await inf.waitForSync(AbortSignal.timeout(10_000));
+    await inf.waitForSync(AbortSignal.timeout(WAIT_MS));
     expect(inf.hasSynced()).toBe(true);
     expect(names(inf.list())).toEqual(['a', 'b']);
     expect(events.sort()).toEqual(['add a red', 'add b blue']);
@@ -117,7 +117,7 @@ describe('Informer', () => {
     for (const name of ['p1', 'p2', 'p3', 'p4', 'p5']) await create('paged', name, 'red');
     const { inf } = informer('paged', { pageSize: 2 });
     inf.start();
-    await inf.waitForSync(AbortSignal.timeout(10_000));
+    await inf.waitForSync(AbortSignal.timeout(WAIT_MS));
     expect(names(inf.list())).toEqual(['p1', 'p2', 'p3', 'p4', 'p5']);
     expect(inf.stats().lists).toBe(3);
   });
@@ -125,17 +125,15 @@ describe('Informer', () => {
   it('advances the resourceVersion on bookmarks and re-watches without listing', async () => {
     const { inf } = informer('bookmark', { watchTimeoutSeconds: 3 });
     inf.start();
-    await inf.waitForSync(AbortSignal.timeout(10_000));
+    await inf.waitForSync(AbortSignal.timeout(WAIT_MS));
     // Outside the selector: no event for it, but bookmarks carry the cache's newer resourceVersion.
     const unseen = await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'unseen' } } });
     const target = BigInt(unseen.metadata?.resourceVersion ?? '0');
-    await waitFor(
-      'a bookmark past the unseen object',
-      async () => (inf.stats().bookmarks > 0 && BigInt(inf.resourceVersion ?? '0') >= target ? true : undefined),
-      { timeoutMs: 20_000 },
+    await waitFor('a bookmark past the unseen object', async () =>
+      inf.stats().bookmarks > 0 && BigInt(inf.resourceVersion ?? '0') >= target ? true : undefined,
     );
     // Each watch ends after timeoutSeconds; the next starts from the bookmark.
-    await waitFor('a second watch', async () => (inf.stats().watches >= 2 ? true : undefined), { timeoutMs: 20_000 });
+    await waitFor('a second watch', async () => (inf.stats().watches >= 2 ? true : undefined));
     expect(inf.stats()).toMatchObject({ lists: 1, relists: 0, events: 0 });
   });
 
@@ -144,7 +142,7 @@ describe('Informer', () => {
     await create('resume', 'rb', 'red');
     const { inf, events } = informer('resume');
     inf.start();
-    await inf.waitForSync(AbortSignal.timeout(10_000));
+    await inf.waitForSync(AbortSignal.timeout(WAIT_MS));
     inf.stop();
     events.length = 0;
     await remove('ra');
@@ -160,7 +158,7 @@ describe('Informer', () => {
   it('re-watches after the current watch is aborted, without listing', async () => {
     const { inf, events } = informer('restart');
     inf.start();
-    await inf.waitForSync(AbortSignal.timeout(10_000));
+    await inf.waitForSync(AbortSignal.timeout(WAIT_MS));
     await waitFor('the first watch', async () => (inf.stats().watches === 1 ? true : undefined));
     inf.restartWatch();
     await create('restart', 'wa', 'red');
@@ -171,10 +169,8 @@ describe('Informer', () => {
   it('restarts a silent watch after the watchdog period', async () => {
     const { inf } = informer('silent', { watchdogMs: 1_000 });
     inf.start();
-    await inf.waitForSync(AbortSignal.timeout(10_000));
-    await waitFor('watchdog restarts', async () => (inf.stats().watches >= 3 ? true : undefined), {
-      timeoutMs: 15_000,
-    });
+    await inf.waitForSync(AbortSignal.timeout(WAIT_MS));
+    await waitFor('watchdog restarts', async () => (inf.stats().watches >= 3 ? true : undefined));
     expect(inf.stats()).toMatchObject({ lists: 1, relists: 0 });
   });
 
@@ -185,36 +181,45 @@ describe('Informer', () => {
     });
     inf.start();
     await expect(inf.waitForSync(AbortSignal.timeout(1_000))).rejects.toThrow();
-    expect(inf.stats().lists).toBeGreaterThanOrEqual(3);
+    // Three tries may take longer than that second on a busy machine.
+    await waitFor('three failed lists', async () => (inf.stats().lists >= 3 ? true : undefined));
     const pending = inf.waitForSync();
     inf.stop();
     await expect(pending).rejects.toThrow(/stopped/);
     const lists = inf.stats().lists;
+    // Kept: time passing is what shows that nothing happens. 500 ms is more than the
+    // 200 ms longest backoff, and a retry timer due sooner always fires before this one.
     await new Promise((r) => setTimeout(r, 500));
     expect(inf.stats().lists).toBe(lists);
   });
 
   it('leaves nothing behind after stop(): the process exits', async () => {
+    // An event seen proves the watch is up, so stop() closes an open watch.
     const script = `
-      import { KubeConfig } from '@kubernetes/client-node';
+      import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
       import { Informer } from ${JSON.stringify(new URL('../../src/kube/informer.ts', import.meta.url).href)};
       const kc = new KubeConfig();
       kc.loadFromFile(${JSON.stringify(inject('kubeconfig'))});
       const inf = new Informer({ kubeConfig: kc, path: '/api/v1/namespaces/${ns}/configmaps', transform: (o) => o });
+      const seen = new Promise((resolve) => inf.addHandler({ onAdd: (o) => o.metadata.name === 'exit-probe' && resolve() }));
       inf.start();
-      await inf.waitForSync(AbortSignal.timeout(10_000));
-      await new Promise((r) => setTimeout(r, 500));
+      await inf.waitForSync(AbortSignal.timeout(${WAIT_MS}));
+      await kc.makeApiClient(CoreV1Api).createNamespacedConfigMap({ namespace: '${ns}', body: { metadata: { name: 'exit-probe' } } });
+      await seen;
       inf.stop();
       const stopped = Date.now();
       process.on('exit', () => console.log('exited', Date.now() - stopped, inf.stats().watches));
     `;
+    // What stop() could leave behind keeps the process for minutes: the watch (300 s or
+    // more) and its watchdog (5 min). So exiting within the bound is the check; how soon
+    // it exits is printed, not asserted, as a busy machine may take seconds.
     const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
       cwd: new URL('../..', import.meta.url).pathname,
-      timeout: 20_000,
+      timeout: WAIT_MS,
     });
-    const [, ms, watches] = stdout.match(/exited (\d+) (\d+)/) ?? [];
+    console.log(stdout.trim());
+    const [, , watches] = stdout.match(/exited (\d+) (\d+)/) ?? [];
     expect(Number(watches)).toBe(1);
-    expect(Number(ms)).toBeLessThan(1_000);
   });
 });
 
@@ -285,7 +290,7 @@ describe('Informer after 410 Gone', () => {
       transform: trimFrom('spec'),
     });
     inf.start();
-    await inf.waitForSync(AbortSignal.timeout(10_000));
+    await inf.waitForSync(AbortSignal.timeout(WAIT_MS));
     expect(events.sort()).toEqual(['add a red', 'add b red', 'add c red']);
     inf.stop();
     events.length = 0;
