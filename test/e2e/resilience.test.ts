@@ -16,7 +16,7 @@ import {
   watchActiveServices,
 } from '../support/apps.ts';
 import { clients, createNamespace, waitFor } from '../support/kube.ts';
-import { type Operator, startOperator } from '../support/operator.ts';
+import { type Operator, type OperatorOptions, startOperator } from '../support/operator.ts';
 
 const coordination = clients().kc.makeApiClient(CoordinationV1Api);
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -36,8 +36,8 @@ async function holder(namespace: string): Promise<string | undefined> {
   return lease?.spec?.holderIdentity || undefined;
 }
 
-async function operatorIn(namespace: string): Promise<Operator> {
-  const op = await startOperator({ namespace });
+async function operatorIn(namespace: string, lease?: OperatorOptions['lease']): Promise<Operator> {
+  const op = await startOperator({ namespace, ...(lease ? { lease } : {}) });
   cleanups.push(() => op.kill());
   return op;
 }
@@ -80,9 +80,11 @@ describe('two operator replicas', () => {
   it('a standby takes over at once when the leader stops gracefully and releases the lease', async () => {
     const { name: ns, remove } = await createNamespace('handover');
     cleanups.push(remove);
-    const a = await operatorIn(ns);
+    // A lease far longer than a busy machine's handover: only a release lets b in before it ends.
+    const lease = { duration: '60', renew: '40', retry: '0.5' };
+    const a = await operatorIn(ns, lease);
     await waitFor('a to lead', async () => ((await holder(ns)) === identity(a) ? true : undefined));
-    const b = await operatorIn(ns);
+    const b = await operatorIn(ns, lease);
     const before = await coordination.readNamespacedLease({ namespace: ns, name: 'teal-controller' });
     expect(await a.stop()).toBe(0);
     await waitFor('b to lead', async () => ((await holder(ns)) === identity(b) ? true : undefined));
