@@ -142,9 +142,16 @@ describe('the test control plane', () => {
       return p?.status?.phase === 'Running' ? p : undefined;
     });
     expect(pod.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('False');
-    // Give the stages time to act, then check nothing made it Ready.
-    await new Promise((r) => setTimeout(r, 2_000));
-    const d = await apps.readNamespacedDeployment({ name: 'stuck', namespace: ns });
+    // Once the Deployment has counted the running pod, nothing has made it Ready: no stage
+    // matches a Running pod, so none can later.
+    const d = await waitFor('the Deployment to count the pod', async () => {
+      const found = await apps.readNamespacedDeployment({ name: 'stuck', namespace: ns });
+      const counted =
+        (found.status?.observedGeneration ?? 0) >= (found.metadata?.generation ?? 1) &&
+        found.status?.replicas === 1 &&
+        (found.status.availableReplicas ?? 0) + (found.status.unavailableReplicas ?? 0) === 1;
+      return counted ? found : undefined;
+    });
     expect(d.status?.availableReplicas ?? 0).toBe(0);
     expect(d.status?.unavailableReplicas).toBe(1);
   });
