@@ -6,23 +6,17 @@ import { parseDuration } from '../app/duration.ts';
 import type { App } from '../app/schema.ts';
 import { LABEL_APP, LABEL_MANAGED_BY, MANAGED_BY } from '../rollout/labels.ts';
 import { ownerReference } from '../rollout/owner.ts';
+import type { BuildImages } from './images.ts';
 import { type BuildDefaults, imageRepository, pushSecretName } from './registry.ts';
+
+// Where the build's callers have always found them.
+export { type BuildImages, DEFAULT_BUILD_IMAGES } from './images.ts';
 
 export const LABEL_BUILD = 'teal.dev/build';
 export const LABEL_COMMIT = 'teal.dev/commit';
 /** A hash of what shapes the image besides the commit: a change of it builds the commit again. */
 export const LABEL_BUILD_SPEC = 'teal.dev/build-spec';
 export const ANN_TARGET_IMAGE = 'teal.dev/target-image';
-
-export interface BuildImages {
-  buildkit: string;
-  kaniko: string;
-}
-
-export const DEFAULT_BUILD_IMAGES: BuildImages = {
-  buildkit: 'moby/buildkit:v0.26.2-rootless',
-  kaniko: 'gcr.io/kaniko-project/executor:v1.23.2',
-};
 
 export interface BuildInput {
   app: App;
