@@ -1,184 +1,41 @@
 // Teal's operator process: config, logger, caches, leader election, workers,
 // the health endpoints, and a graceful stop.
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
-import Fastify from 'fastify';
-import { type Logger, pino } from 'pino';
-import { z } from 'zod';
-import { apiPlugin } from './api/actions.ts';
-import { REDACT_PATHS } from './api/auth.ts';
-import { webhookCandidateFinder } from './api/webhook-apps.ts';
-import { readWebhookSecretFile, webhooksPlugin } from './api/webhooks.ts';
-import { ANN_REFRESH } from './app/intents.ts';
-import { DNS1123_LABEL, DNS1123_SUBDOMAIN } from './app/patterns.ts';
-import { DEFAULT_BUILD_IMAGES } from './build/job.ts';
-import { registryProblem } from './build/registry.ts';
-import { AppController } from './controller/app-controller.ts';
-import { Metrics } from './controller/metrics.ts';
-import { Sources } from './controller/sources.ts';
-import { checkGitUrl } from './git/url.ts';
-import { Writer } from './kube/apply.ts';
-import { loadKubeConfig } from './kube/client.ts';
-import { EventRecorder } from './kube/events.ts';
-import { defaultIdentity, LeaderElector } from './kube/leader-election.ts';
+import type { Logger } from 'pino';
+import { type Config, readCommandLine } from './config.ts';
 
-const ConfigSchema = z.strictObject({
-  kubeconfig: z.string().optional(),
-  namespaces: z
-    .array(z.string().regex(DNS1123_LABEL, 'each namespace must be a DNS label'))
-    .describe('The namespaces to watch; all when empty.'),
-  leaderElect: z.boolean(),
-  leaderElectionNamespace: z.string().min(1),
-  leaderElectionId: z.string().min(1),
-  leaseDurationMs: z.int().min(1000, 'must be at least 1s'),
-  renewDeadlineMs: z.int().min(500, 'must be at least 0.5s'),
-  retryPeriodMs: z.int().min(100, 'must be at least 0.1s'),
-  requestTimeoutMs: z.int().min(100, 'must be at least 0.1s'),
-  gracefulShutdownTimeoutMs: z.int().min(100, 'must be at least 0.1s'),
-  concurrency: z.int().min(1).max(64),
-  httpAddr: z.string().regex(/^[^:]+:\d+$/, 'must be host:port'),
-  logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error']),
-  allowFileGit: z.boolean(),
-  webhookSecretFile: z.string().optional(),
-  tlsCertFile: z.string().optional(),
-  tlsKeyFile: z.string().optional(),
-  buildkitImage: z.string().min(1),
-  kanikoImage: z.string().min(1),
-  defaultRegistry: z
-    .string()
-    .check((ctx) => {
-      const problem = registryProblem(ctx.value);
-      if (problem) ctx.issues.push({ code: 'custom', message: problem, input: ctx.value });
-    })
-    .optional()
-    .describe('Apps without build.image push to <registry>/<namespace>/<name>.'),
-  defaultPushSecret: z
-    .string()
-    .max(253)
-    .regex(DNS1123_SUBDOMAIN, 'must be a Secret name: lowercase letters, digits, "-" and "."')
-    .optional()
-    .describe('The push Secret, in the App namespace, of Apps without build.pushSecretRef.'),
-});
-type Config = z.output<typeof ConfigSchema>;
-
-const USAGE = `teal: the Teal operator
-
-  --kubeconfig PATH                 kubeconfig (default: $KUBECONFIG, ~/.kube/config, or in-cluster)
-  --namespace NS[,NS...]            watch these namespaces only (default: all); needs only namespaced RBAC
-  --leader-elect=false              run without leader election (one replica only)
-  --leader-election-namespace NS    namespace of the Lease (default: $POD_NAMESPACE or default)
-  --leader-election-id NAME         name of the Lease (default: teal-controller)
-  --lease-duration 15s --renew-deadline 10s --retry-period 2s
-  --request-timeout SECONDS         each API request but a watch is aborted after this long; shorter than
-                                    --renew-deadline (default: half of it)
-  --graceful-shutdown-timeout 20s   after SIGTERM, exit even if reconciles have not finished by then
-  --concurrency N                   concurrent reconciles (default: 4)
-  --http-addr HOST:PORT             the HTTP server: /api/v1, /webhooks, /healthz, /readyz, /metrics (default: 127.0.0.1:8081)
-  --webhook-secret-file PATH        a global webhook secret, besides each App's webhookSecretRef
-  --tls-cert-file PATH --tls-key-file PATH   serve HTTPS instead of HTTP
-  --log-level LEVEL                 trace|debug|info|warn|error (default: info)
-  --allow-file-git                  accept file:// git URLs (local development only)
-  --buildkit-image IMAGE            build image for engine buildkit (default: ${DEFAULT_BUILD_IMAGES.buildkit})
-  --kaniko-image IMAGE              build image for engine kaniko (default: ${DEFAULT_BUILD_IMAGES.kaniko})
-  --default-registry HOST[/PATH]    Apps without spec.build.image push to HOST[/PATH]/<namespace>/<name>
-                                    (e.g. harbor.example.com/apps; default: none, build.image is required)
-  --default-push-secret NAME        the push Secret, in the App's namespace, of Apps without spec.build.pushSecretRef`;
-
-/** The command-line flag a config key comes from: leaseDurationMs → lease-duration. */
-const flagOf = (key: string): string =>
-  key === 'namespaces' ? 'namespace' : key.replace(/Ms$/, '').replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-
-const seconds = (v: string | undefined, fallback: number) =>
-  v === undefined ? fallback : Math.round(Number.parseFloat(v) * 1000);
-
-export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
-  const { values } = parseArgs({
-    args: argv,
-    strict: true,
-    options: {
-      kubeconfig: { type: 'string' },
-      namespace: { type: 'string' },
-      'leader-elect': { type: 'string', default: 'true' },
-      'leader-election-namespace': { type: 'string' },
-      'leader-election-id': { type: 'string', default: 'teal-controller' },
-      'lease-duration': { type: 'string' },
-      'renew-deadline': { type: 'string' },
-      'retry-period': { type: 'string' },
-      'request-timeout': { type: 'string' },
-      'graceful-shutdown-timeout': { type: 'string' },
-      concurrency: { type: 'string', default: '4' },
-      'http-addr': { type: 'string', default: '127.0.0.1:8081' },
-      'log-level': { type: 'string', default: env.LOG_LEVEL ?? 'info' },
-      'allow-file-git': { type: 'boolean', default: false },
-      'webhook-secret-file': { type: 'string' },
-      'tls-cert-file': { type: 'string' },
-      'tls-key-file': { type: 'string' },
-      'buildkit-image': { type: 'string', default: DEFAULT_BUILD_IMAGES.buildkit },
-      'kaniko-image': { type: 'string', default: DEFAULT_BUILD_IMAGES.kaniko },
-      'default-registry': { type: 'string' },
-      'default-push-secret': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (values.help) {
-    console.log(USAGE);
-    process.exit(0);
-  }
-  const renewDeadlineMs = seconds(values['renew-deadline'], 10_000);
-  const result = ConfigSchema.safeParse({
-    kubeconfig: values.kubeconfig,
-    namespaces: [
-      ...new Set(
-        (values.namespace ?? '')
-          .split(',')
-          .map((n) => n.trim())
-          .filter(Boolean),
-      ),
-    ],
-    leaderElect: values['leader-elect'] !== 'false',
-    leaderElectionNamespace: values['leader-election-namespace'] ?? env.POD_NAMESPACE ?? 'default',
-    leaderElectionId: values['leader-election-id'],
-    leaseDurationMs: seconds(values['lease-duration'], 15_000),
-    renewDeadlineMs,
-    retryPeriodMs: seconds(values['retry-period'], 2_000),
-    requestTimeoutMs: seconds(values['request-timeout'], Math.round(renewDeadlineMs / 2)),
-    gracefulShutdownTimeoutMs: seconds(values['graceful-shutdown-timeout'], 20_000),
-    concurrency: Number(values.concurrency),
-    httpAddr: values['http-addr'],
-    logLevel: values['log-level'],
-    allowFileGit: values['allow-file-git'],
-    webhookSecretFile: values['webhook-secret-file'],
-    tlsCertFile: values['tls-cert-file'],
-    tlsKeyFile: values['tls-key-file'],
-    buildkitImage: values['buildkit-image'],
-    kanikoImage: values['kaniko-image'],
-    defaultRegistry: values['default-registry'],
-    defaultPushSecret: values['default-push-secret'],
-  });
-  if (!result.success) {
-    throw new Error(result.error.issues.map((i) => `--${flagOf(String(i.path[0]))}: ${i.message}`).join('\n'));
-  }
-  if ((result.data.tlsCertFile === undefined) !== (result.data.tlsKeyFile === undefined)) {
-    throw new Error('--tls-cert-file and --tls-key-file go together');
-  }
-  const timing = timingProblem(result.data);
-  if (timing) throw new Error(timing);
-  return result.data;
+// The flags first, with light modules only (config.ts): --help and a flag
+// error answer before the modules below load, which takes seconds on a busy
+// machine.
+const commandLine = readCommandLine(process.argv.slice(2), process.env);
+if ('exit' in commandLine) {
+  const { exit } = commandLine;
+  if (exit.code === 0) process.stdout.write(`${exit.stdout}\n`);
+  else process.stderr.write(`${exit.stderr}\n`);
+  process.exit(exit.code);
 }
 
-/**
- * How the lease and request timings must relate. A leader stops at the renew
- * deadline, before a standby may see the lease expire; a request must end
- * before that deadline too, or a write sent in one term could land in the next.
- */
-function timingProblem(c: Config): string | undefined {
-  if (c.renewDeadlineMs >= c.leaseDurationMs) return '--renew-deadline: must be shorter than --lease-duration';
-  if (c.requestTimeoutMs >= c.renewDeadlineMs) {
-    return `--request-timeout: must be shorter than --renew-deadline (${c.renewDeadlineMs / 1000}s)`;
-  }
-  return undefined;
-}
+const { pino } = await import('pino');
+const { default: Fastify } = await import('fastify');
+const { apiPlugin } = await import('./api/actions.ts');
+const { REDACT_PATHS } = await import('./api/auth.ts');
+const { webhookCandidateFinder } = await import('./api/webhook-apps.ts');
+const { readWebhookSecretFile, webhooksPlugin } = await import('./api/webhooks.ts');
+const { ANN_REFRESH } = await import('./app/intents.ts');
+const { AppController } = await import('./controller/app-controller.ts');
+const { Metrics } = await import('./controller/metrics.ts');
+const { Sources } = await import('./controller/sources.ts');
+const { checkGitUrl } = await import('./git/url.ts');
+const { Writer } = await import('./kube/apply.ts');
+const { loadKubeConfig } = await import('./kube/client.ts');
+const { EventRecorder } = await import('./kube/events.ts');
+const { defaultIdentity, LeaderElector } = await import('./kube/leader-election.ts');
+// Instance types of the classes loaded above, for the steps below.
+type AppController = InstanceType<typeof AppController>;
+type Metrics = InstanceType<typeof Metrics>;
+type Sources = InstanceType<typeof Sources>;
+type LeaderElector = InstanceType<typeof LeaderElector>;
 
 /** What the steps of the process share: whether it is stopping, and its elector once started. */
 interface ProcessState {
@@ -193,8 +50,7 @@ interface ProcessState {
   elector?: LeaderElector;
 }
 
-async function main(): Promise<void> {
-  const config = readConfigOrExit();
+async function main(config: Config): Promise<void> {
   // Bearer tokens in request headers never reach the logs.
   const log = pino({
     level: config.logLevel,
@@ -228,15 +84,6 @@ async function main(): Promise<void> {
   log.info('caches synced');
   if (config.leaderElect) await lead(state, kubeConfig, metrics, apps);
   else apps.startWorkers();
-}
-
-function readConfigOrExit(): Config {
-  try {
-    return parseConfig(process.argv.slice(2), process.env);
-  } catch (err) {
-    console.error(`teal: ${err instanceof Error ? err.message : String(err)}\n\n${USAGE}`);
-    process.exit(2);
-  }
 }
 
 /** The git poller and the App controller; only the leader's controller writes. */
@@ -376,4 +223,4 @@ async function lead(state: ProcessState, kubeConfig: KubeConfig, metrics: Metric
   await state.elector.start();
 }
 
-await main();
+await main(commandLine.run);

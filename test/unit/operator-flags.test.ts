@@ -1,21 +1,20 @@
 // Bad operator flags stop the process before it touches anything, with exit
-// code 2 and a message naming the flag as typed.
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
+// code 2 and a message naming the flag as typed. Read in-process, as main.ts
+// reads them (src/config.ts): no test here waits on a Node process starting.
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { readCommandLine, USAGE } from '../../src/config.ts';
 
-const run = promisify(execFile);
-const MAIN = new URL('../../src/main.ts', import.meta.url).pathname;
-
-async function start(args: string[]): Promise<{ code: number; stderr: string }> {
-  try {
-    // A bound against a hang, not a speed check: Node starts slowly on a busy machine.
-    await run(process.execPath, [MAIN, ...args], { timeout: 120_000 });
-    return { code: 0, stderr: '' };
-  } catch (err) {
-    const e = err as { code?: number; stderr?: string };
-    return { code: e.code ?? -1, stderr: e.stderr ?? '' };
-  }
+/** What main.ts does with the command line: the exit code and what it prints, or code -1 when it would run. */
+function start(args: string[], env: NodeJS.ProcessEnv = {}): { code: number; stdout: string; stderr: string } {
+  const commandLine = readCommandLine(args, env);
+  if (!('exit' in commandLine)) return { code: -1, stdout: '', stderr: '' };
+  const { exit } = commandLine;
+  return exit.code === 0
+    ? { code: 0, stdout: exit.stdout, stderr: '' }
+    : { code: exit.code, stdout: '', stderr: exit.stderr };
 }
 
 describe('operator flags', () => {
@@ -28,10 +27,38 @@ describe('operator flags', () => {
     [['--concurrency', '0'], '--concurrency:'],
     [['--http-addr', '8081'], '--http-addr: must be host:port'],
     [['--tls-cert-file', '/tmp/cert.pem'], '--tls-cert-file and --tls-key-file go together'],
-  ])('%j is refused: %s', async (args, message) => {
-    const { code, stderr } = await start(args);
+    [['--no-such-flag'], "Unknown option '--no-such-flag'"],
+  ])('%j is refused: %s', (args, message) => {
+    const { code, stderr } = start(args);
     expect(code).toBe(2);
     expect(stderr.split('\n')[0]).toContain(message);
+    // The usage follows the reason.
+    expect(stderr).toContain(USAGE);
+  });
+
+  it('--help prints the usage on stdout and exits 0, whatever else is given', () => {
+    for (const args of [['--help'], ['-h'], ['--concurrency', '0', '--help']]) {
+      expect(start(args)).toEqual({ code: 0, stdout: USAGE, stderr: '' });
+    }
+  });
+
+  it('good flags run, with the defaults filled in', () => {
+    const commandLine = readCommandLine(['--namespace', 'team-a, team-b,team-a', '--lease-duration', '20'], {
+      POD_NAMESPACE: 'teal-system',
+    });
+    expect(commandLine).toMatchObject({
+      run: {
+        namespaces: ['team-a', 'team-b'],
+        leaderElect: true,
+        leaderElectionNamespace: 'teal-system',
+        leaseDurationMs: 20_000,
+        renewDeadlineMs: 10_000,
+        requestTimeoutMs: 5_000,
+        gracefulShutdownTimeoutMs: 20_000,
+        concurrency: 4,
+        httpAddr: '127.0.0.1:8081',
+      },
+    });
   });
 });
 
@@ -47,9 +74,49 @@ describe('request and shutdown timing flags', () => {
     [['--request-timeout', '0'], '--request-timeout: must be at least 0.1s'],
     [['--graceful-shutdown-timeout', '0'], '--graceful-shutdown-timeout: must be at least 0.1s'],
     [['--lease-duration', '10', '--renew-deadline', '10'], '--renew-deadline: must be shorter than --lease-duration'],
-  ])('%j is refused: %s', async (args, message) => {
-    const { code, stderr } = await start(args);
+  ])('%j is refused: %s', (args, message) => {
+    const { code, stderr } = start(args);
     expect(code).toBe(2);
     expect(stderr.split('\n')[0]).toContain(message);
+  });
+});
+
+// --help and a flag error must not wait for the client, the server and the
+// controller to load (seconds on a busy machine): main.ts reads the flags from
+// modules that load nothing heavy, and imports the rest afterwards.
+describe('the flags are read before the heavy modules load', () => {
+  const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
+  const LIGHT_PACKAGES = /^(node:.*|zod)$/;
+
+  /** What a module loads before its body runs: its static imports and re-exports that are not type-only. */
+  function staticImports(file: string): string[] {
+    const source = readFileSync(file, 'utf8');
+    const specifiers: string[] = [];
+    for (const m of source.matchAll(/^(?:import|export)\s+(type\s+)?(?:[^'";]*?\sfrom\s+)?'([^']+)';/gm)) {
+      const [, typeOnly, specifier] = m;
+      if (!typeOnly && specifier) specifiers.push(specifier);
+    }
+    return specifiers;
+  }
+
+  /** Every package the module loads statically, following its relative imports. */
+  function packagesLoadedBy(entry: string): Map<string, string> {
+    const packages = new Map<string, string>();
+    const seen = new Set<string>();
+    const visit = (file: string) => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      for (const specifier of staticImports(file)) {
+        if (specifier.startsWith('.')) visit(resolve(dirname(file), specifier));
+        else packages.set(specifier, file.slice(SRC.length));
+      }
+    };
+    visit(resolve(SRC, entry));
+    return packages;
+  }
+
+  it('main.ts loads only node built-ins and zod before it has read the flags', () => {
+    const heavy = [...packagesLoadedBy('main.ts')].filter(([name]) => !LIGHT_PACKAGES.test(name));
+    expect(heavy.map(([name, by]) => `${name} (imported by ${by})`)).toEqual([]);
   });
 });

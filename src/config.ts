@@ -1,0 +1,193 @@
+// The operator's command line: flags, their rules (zod) and the usage text.
+// Light on purpose: node:util, zod and pure rules only, so main.ts answers
+// --help and a flag error before it loads the client, the server and the
+// controller (seconds on a busy machine). Nothing here may import
+// @kubernetes/client-node, fastify or pino, even indirectly.
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { DNS1123_LABEL, DNS1123_SUBDOMAIN } from './app/patterns.ts';
+import { DEFAULT_BUILD_IMAGES } from './build/images.ts';
+import { registryProblem } from './build/registry.ts';
+
+const ConfigSchema = z.strictObject({
+  kubeconfig: z.string().optional(),
+  namespaces: z
+    .array(z.string().regex(DNS1123_LABEL, 'each namespace must be a DNS label'))
+    .describe('The namespaces to watch; all when empty.'),
+  leaderElect: z.boolean(),
+  leaderElectionNamespace: z.string().min(1),
+  leaderElectionId: z.string().min(1),
+  leaseDurationMs: z.int().min(1000, 'must be at least 1s'),
+  renewDeadlineMs: z.int().min(500, 'must be at least 0.5s'),
+  retryPeriodMs: z.int().min(100, 'must be at least 0.1s'),
+  requestTimeoutMs: z.int().min(100, 'must be at least 0.1s'),
+  gracefulShutdownTimeoutMs: z.int().min(100, 'must be at least 0.1s'),
+  concurrency: z.int().min(1).max(64),
+  httpAddr: z.string().regex(/^[^:]+:\d+$/, 'must be host:port'),
+  logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error']),
+  allowFileGit: z.boolean(),
+  webhookSecretFile: z.string().optional(),
+  tlsCertFile: z.string().optional(),
+  tlsKeyFile: z.string().optional(),
+  buildkitImage: z.string().min(1),
+  kanikoImage: z.string().min(1),
+  defaultRegistry: z
+    .string()
+    .check((ctx) => {
+      const problem = registryProblem(ctx.value);
+      if (problem) ctx.issues.push({ code: 'custom', message: problem, input: ctx.value });
+    })
+    .optional()
+    .describe('Apps without build.image push to <registry>/<namespace>/<name>.'),
+  defaultPushSecret: z
+    .string()
+    .max(253)
+    .regex(DNS1123_SUBDOMAIN, 'must be a Secret name: lowercase letters, digits, "-" and "."')
+    .optional()
+    .describe('The push Secret, in the App namespace, of Apps without build.pushSecretRef.'),
+});
+export type Config = z.output<typeof ConfigSchema>;
+
+export const USAGE = `teal: the Teal operator
+
+  --kubeconfig PATH                 kubeconfig (default: $KUBECONFIG, ~/.kube/config, or in-cluster)
+  --namespace NS[,NS...]            watch these namespaces only (default: all); needs only namespaced RBAC
+  --leader-elect=false              run without leader election (one replica only)
+  --leader-election-namespace NS    namespace of the Lease (default: $POD_NAMESPACE or default)
+  --leader-election-id NAME         name of the Lease (default: teal-controller)
+  --lease-duration 15s --renew-deadline 10s --retry-period 2s
+  --request-timeout SECONDS         each API request but a watch is aborted after this long; shorter than
+                                    --renew-deadline (default: half of it)
+  --graceful-shutdown-timeout 20s   after SIGTERM, exit even if reconciles have not finished by then
+  --concurrency N                   concurrent reconciles (default: 4)
+  --http-addr HOST:PORT             the HTTP server: /api/v1, /webhooks, /healthz, /readyz, /metrics (default: 127.0.0.1:8081)
+  --webhook-secret-file PATH        a global webhook secret, besides each App's webhookSecretRef
+  --tls-cert-file PATH --tls-key-file PATH   serve HTTPS instead of HTTP
+  --log-level LEVEL                 trace|debug|info|warn|error (default: info)
+  --allow-file-git                  accept file:// git URLs (local development only)
+  --buildkit-image IMAGE            build image for engine buildkit (default: ${DEFAULT_BUILD_IMAGES.buildkit})
+  --kaniko-image IMAGE              build image for engine kaniko (default: ${DEFAULT_BUILD_IMAGES.kaniko})
+  --default-registry HOST[/PATH]    Apps without spec.build.image push to HOST[/PATH]/<namespace>/<name>
+                                    (e.g. harbor.example.com/apps; default: none, build.image is required)
+  --default-push-secret NAME        the push Secret, in the App's namespace, of Apps without spec.build.pushSecretRef`;
+
+/** What the command line asks of the process: run with a config, or print and exit. */
+export type CommandLine = { run: Config } | { exit: { code: 0; stdout: string } | { code: 2; stderr: string } };
+
+/** The command line read; --help and flag errors become what to print and the exit code (2 for an error). */
+export function readCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv): CommandLine {
+  try {
+    const parsed = parseConfig(argv, env);
+    return parsed === 'help' ? { exit: { code: 0, stdout: USAGE } } : { run: parsed };
+  } catch (err) {
+    return { exit: { code: 2, stderr: `teal: ${err instanceof Error ? err.message : String(err)}\n\n${USAGE}` } };
+  }
+}
+
+/** The config the flags give; throws with every problem, each line naming its flag as typed. */
+export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Config | 'help' {
+  const values = readFlags(argv, env);
+  if (values.help) return 'help';
+  const result = ConfigSchema.safeParse(toConfigInput(values, env));
+  if (!result.success) {
+    throw new Error(result.error.issues.map((i) => `--${flagOf(String(i.path[0]))}: ${i.message}`).join('\n'));
+  }
+  const problem = pairingProblem(result.data) ?? timingProblem(result.data);
+  if (problem) throw new Error(problem);
+  return result.data;
+}
+
+type Flags = ReturnType<typeof readFlags>;
+
+function readFlags(argv: readonly string[], env: NodeJS.ProcessEnv) {
+  return parseArgs({
+    args: [...argv],
+    strict: true,
+    options: {
+      kubeconfig: { type: 'string' },
+      namespace: { type: 'string' },
+      'leader-elect': { type: 'string', default: 'true' },
+      'leader-election-namespace': { type: 'string' },
+      'leader-election-id': { type: 'string', default: 'teal-controller' },
+      'lease-duration': { type: 'string' },
+      'renew-deadline': { type: 'string' },
+      'retry-period': { type: 'string' },
+      'request-timeout': { type: 'string' },
+      'graceful-shutdown-timeout': { type: 'string' },
+      concurrency: { type: 'string', default: '4' },
+      'http-addr': { type: 'string', default: '127.0.0.1:8081' },
+      'log-level': { type: 'string', default: env.LOG_LEVEL ?? 'info' },
+      'allow-file-git': { type: 'boolean', default: false },
+      'webhook-secret-file': { type: 'string' },
+      'tls-cert-file': { type: 'string' },
+      'tls-key-file': { type: 'string' },
+      'buildkit-image': { type: 'string', default: DEFAULT_BUILD_IMAGES.buildkit },
+      'kaniko-image': { type: 'string', default: DEFAULT_BUILD_IMAGES.kaniko },
+      'default-registry': { type: 'string' },
+      'default-push-secret': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  }).values;
+}
+
+/** The flags as the schema's input: durations in ms, namespaces as a list, the defaults that depend on others. */
+function toConfigInput(values: Flags, env: NodeJS.ProcessEnv) {
+  const renewDeadlineMs = seconds(values['renew-deadline'], 10_000);
+  return {
+    kubeconfig: values.kubeconfig,
+    namespaces: [
+      ...new Set(
+        (values.namespace ?? '')
+          .split(',')
+          .map((n) => n.trim())
+          .filter(Boolean),
+      ),
+    ],
+    leaderElect: values['leader-elect'] !== 'false',
+    leaderElectionNamespace: values['leader-election-namespace'] ?? env.POD_NAMESPACE ?? 'default',
+    leaderElectionId: values['leader-election-id'],
+    leaseDurationMs: seconds(values['lease-duration'], 15_000),
+    renewDeadlineMs,
+    retryPeriodMs: seconds(values['retry-period'], 2_000),
+    requestTimeoutMs: seconds(values['request-timeout'], Math.round(renewDeadlineMs / 2)),
+    gracefulShutdownTimeoutMs: seconds(values['graceful-shutdown-timeout'], 20_000),
+    concurrency: Number(values.concurrency),
+    httpAddr: values['http-addr'],
+    logLevel: values['log-level'],
+    allowFileGit: values['allow-file-git'],
+    webhookSecretFile: values['webhook-secret-file'],
+    tlsCertFile: values['tls-cert-file'],
+    tlsKeyFile: values['tls-key-file'],
+    buildkitImage: values['buildkit-image'],
+    kanikoImage: values['kaniko-image'],
+    defaultRegistry: values['default-registry'],
+    defaultPushSecret: values['default-push-secret'],
+  };
+}
+
+/** The command-line flag a config key comes from: leaseDurationMs → lease-duration. */
+const flagOf = (key: string): string =>
+  key === 'namespaces' ? 'namespace' : key.replace(/Ms$/, '').replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+const seconds = (v: string | undefined, fallback: number) =>
+  v === undefined ? fallback : Math.round(Number.parseFloat(v) * 1000);
+
+function pairingProblem(c: Config): string | undefined {
+  if ((c.tlsCertFile === undefined) !== (c.tlsKeyFile === undefined)) {
+    return '--tls-cert-file and --tls-key-file go together';
+  }
+  return undefined;
+}
+
+/**
+ * How the lease and request timings must relate. A leader stops at the renew
+ * deadline, before a standby may see the lease expire; a request must end
+ * before that deadline too, or a write sent in one term could land in the next.
+ */
+function timingProblem(c: Config): string | undefined {
+  if (c.renewDeadlineMs >= c.leaseDurationMs) return '--renew-deadline: must be shorter than --lease-duration';
+  if (c.requestTimeoutMs >= c.renewDeadlineMs) {
+    return `--request-timeout: must be shorter than --renew-deadline (${c.renewDeadlineMs / 1000}s)`;
+  }
+  return undefined;
+}
