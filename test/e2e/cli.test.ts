@@ -13,7 +13,7 @@ import type { AppInput } from '../../src/app/schema.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { createApp, getApp, phase, waitForApp } from '../support/apps.ts';
 import { createRepo, type TestRepo } from '../support/git-server.ts';
-import { clients, createNamespace, waitFor } from '../support/kube.ts';
+import { clients, createNamespace, WAIT_MS, waitFor } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 
 const run = promisify(execFile);
@@ -46,7 +46,8 @@ async function teal(args: string[], kubeconfig = inject('kubeconfig')): Promise<
   try {
     const { stdout, stderr } = await run(join(inject('binDir'), 'kubectl'), ['teal', ...args], {
       env: env(kubeconfig),
-      timeout: 50_000,
+      // A bound against hangs, above the longest --timeout a test gives.
+      timeout: 2 * WAIT_MS,
     });
     return { stdout, stderr, code: 0 };
   } catch (err) {
@@ -189,7 +190,7 @@ describe('kubectl teal', () => {
     expect(promote.code, promote.stderr).toBe(0);
     expect(promote.stdout).toContain(`app "web" promotion of revision 2 requested (by ${admin}`);
     // status waits for the operator to carry the intent out, then for the promotion to finish.
-    const status = await tealNs('status', 'web', '--timeout', '30s');
+    const status = await tealNs('status', 'web', '--timeout', `${WAIT_MS / 1000}s`);
     expect(status.code, status.stdout).toBe(0);
     expect(status.stdout.trimEnd().split('\n').at(-1)).toBe('✔ Healthy - revision 2 is active');
     const app = await getApp(ns, 'web');

@@ -184,7 +184,7 @@ describe('over https with a private CA', () => {
 
   it('fails without credentials as AuthenticationFailed, without prompting', async () => {
     const error = await failure(
-      resolveRef({ url: server.url('weather'), ref: 'main', credentials: { caCert: server.caPem }, timeoutMs: 10_000 }),
+      resolveRef({ url: server.url('weather'), ref: 'main', credentials: { caCert: server.caPem } }),
     );
     expectFailure(error, 'AuthenticationFailed', /needs credentials/);
   });

@@ -67,9 +67,7 @@ async function answers(path: string): Promise<string> {
 }
 
 describe('values read back from the cluster', () => {
-  it('garbage in every label and annotation Teal reads: one Warning Event each, the operator keeps answering, the App still releases, SIGTERM still stops it', {
-    timeout: 240_000,
-  }, async () => {
+  it('garbage in every label and annotation Teal reads: one Warning Event each, the operator keeps answering, the App still releases, SIGTERM still stops it', async () => {
     // Revision 2 active; revision 1 kept up with a scale-down-at mark for an hour.
     await createApp(ns, e2eApp(APP, { blueGreen: { scaleDownDelaySeconds: 3600 } }));
     const first = await waitForApp(ns, APP, 'first release', phase('Healthy'));

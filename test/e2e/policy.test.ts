@@ -115,7 +115,7 @@ describe('the intents admission policy', () => {
     await waitFor(
       'the policy to deny',
       async () => ((await annotate(editor, intentAnnotation('promote'), intent())) === 403 ? true : undefined),
-      { timeoutMs: 30_000, intervalMs: 300 },
+      { intervalMs: 300 },
     );
     expect(lastMessage).toMatch(
       /cannot promote apps\.teal\.dev "guarded" in namespace .*\(RBAC: grant the teal-promoter role\)/,

@@ -22,7 +22,7 @@ import {
   waitForApp,
   watchActiveServices,
 } from '../support/apps.ts';
-import { clients, createNamespace, kubeConfig, waitFor } from '../support/kube.ts';
+import { clients, createNamespace, kubeConfig, WAIT_MS, waitFor } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 
 const run = promisify(execFile);
@@ -47,7 +47,7 @@ async function teal(...args: string[]): Promise<{ stdout: string; stderr: string
         KUBECONFIG: inject('kubeconfig'),
         NO_COLOR: '1',
       },
-      timeout: 50_000,
+      timeout: WAIT_MS,
     });
     return { stdout, stderr, code: 0 };
   } catch (err) {
