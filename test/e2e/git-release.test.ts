@@ -279,7 +279,6 @@ describe('git push to release', () => {
       'flaky',
       'build failure',
       (a) => phase('Degraded')(a) && a.status?.build?.commit === c4,
-      60_000,
     );
     expect(failed.status?.build?.phase).toBe('Failed');
     expect(failed.status?.conditions?.find((c) => c.type === 'BuildSucceeded')).toMatchObject({

@@ -109,7 +109,6 @@ describe('status counts and the scale subresource', () => {
       'web',
       'all counts at 3',
       (a) => phase('Healthy')(a) && counts(a).every((n) => n === 3),
-      60_000,
     );
     expect(app.spec.replicas).toBe(3);
     expect(app.status?.selector).toBe(`teal.dev/app=web,teal.dev/pod-template-hash=${hash}`);
