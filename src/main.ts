@@ -1,13 +1,15 @@
-// Teal's operator process: config, logger, caches, leader election, workers,
-// the health endpoints, and a graceful stop.
+// Teal's operator process, top to bottom: the command line, the logger, the
+// runnables in the order the manager starts them, then start. A SIGTERM stops
+// them gracefully; a lost lease ends the process at once (src/manager.ts).
 import { readFileSync } from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { type Config, readCommandLine } from './config.ts';
+import { type LeadershipCallbacks, Manager, type Runnable } from './manager.ts';
 
-// The flags first, with light modules only (config.ts): --help and a flag
-// error answer before the modules below load, which takes seconds on a busy
-// machine.
+// The flags first, with light modules only (config.ts, manager.ts): --help and
+// a flag error answer before the modules below load, which takes seconds on a
+// busy machine.
 const commandLine = readCommandLine(process.argv.slice(2), process.env);
 if ('exit' in commandLine) {
   const { exit } = commandLine;
@@ -20,6 +22,7 @@ const { pino } = await import('pino');
 const { default: Fastify } = await import('fastify');
 const { apiPlugin } = await import('./api/actions.ts');
 const { REDACT_PATHS } = await import('./api/auth.ts');
+const { healthPlugin } = await import('./api/health.ts');
 const { webhookCandidateFinder } = await import('./api/webhook-apps.ts');
 const { readWebhookSecretFile, webhooksPlugin } = await import('./api/webhooks.ts');
 const { ANN_REFRESH } = await import('./app/intents.ts');
@@ -34,21 +37,17 @@ const { defaultIdentity, LeaderElector } = await import('./kube/leader-election.
 // Instance types of the classes loaded above, for the steps below.
 type AppController = InstanceType<typeof AppController>;
 type Metrics = InstanceType<typeof Metrics>;
-type Sources = InstanceType<typeof Sources>;
-type LeaderElector = InstanceType<typeof LeaderElector>;
 
-/** What the steps of the process share: whether it is stopping, and its elector once started. */
-interface ProcessState {
+/** What the wiring steps share. */
+interface Wiring {
   config: Config;
   log: Logger;
   identity: string;
-  /** Aborted when this replica must not write any more: every API request in flight ends with it. */
-  fence: AbortController;
-  shuttingDown: boolean;
-  /** Set once the lease is being handed over on purpose, so that is not taken for losing it. */
-  releasing: boolean;
-  elector?: LeaderElector;
+  kubeConfig: KubeConfig;
+  metrics: Metrics;
 }
+
+await main(commandLine.run);
 
 async function main(config: Config): Promise<void> {
   // Bearer tokens in request headers never reach the logs.
@@ -57,56 +56,57 @@ async function main(config: Config): Promise<void> {
     base: { component: 'teal' },
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
   });
-  const state: ProcessState = {
-    config,
-    log,
-    identity: defaultIdentity(),
-    fence: new AbortController(),
-    shuttingDown: false,
-    releasing: false,
-  };
-  const kubeConfig = loadKubeConfig(config.kubeconfig, {
-    timeoutMs: config.requestTimeoutMs,
-    fence: state.fence.signal,
+  const identity = defaultIdentity();
+  // Aborted when this replica must not write any more: every API request in flight ends with it.
+  const fence = new AbortController();
+  const kubeConfig = loadKubeConfig(config.kubeconfig, { timeoutMs: config.requestTimeoutMs, fence: fence.signal });
+  const p: Wiring = { config, log, identity, kubeConfig, metrics: new Metrics() };
+  const manager = new Manager({
+    logger: log.child({ identity }),
+    gracefulShutdownTimeoutMs: config.gracefulShutdownTimeoutMs,
+    fence: (reason) => fence.abort(reason),
+    exit: (code) => process.exit(code),
+    ...(config.leaderElect ? { election: (callbacks: LeadershipCallbacks) => elector(p, callbacks) } : {}),
   });
-  const metrics = new Metrics();
-  const { apps, sources } = makeController(state, kubeConfig, metrics);
-  const server = await serveHttp(state, kubeConfig, metrics, apps);
-  const stop = stopper(state, apps, sources, server);
-  process.once('SIGTERM', () => void stop());
-  process.once('SIGINT', () => void stop());
 
-  log.info(
-    { identity: state.identity, namespaces: config.namespaces.length > 0 ? config.namespaces : '(all)' },
-    'starting caches',
+  const { apps, sources } = makeController(p, () => manager.canWrite());
+  // Every replica serves HTTP from the start, so its liveness probe answers
+  // while the caches sync; /readyz says 503 until they have.
+  manager.add(await httpServer(p, apps, manager));
+  manager.add(cachesRunnable(p, apps));
+  // The poller resolves only what reconciles follow: it stops after the controller has drained.
+  manager.add({ name: 'git sources', start: () => {}, stop: () => sources.stop() }, { leaderOnly: true });
+  manager.add(
+    { name: 'app controller', start: () => apps.startWorkers(), stop: () => apps.stopWorkers() },
+    { leaderOnly: true },
   );
-  await apps.startCaches();
-  log.info('caches synced');
-  if (config.leaderElect) await lead(state, kubeConfig, metrics, apps);
-  else apps.startWorkers();
+
+  process.once('SIGTERM', () => void manager.stop());
+  process.once('SIGINT', () => void manager.stop());
+  await manager.start();
 }
 
-/** The git poller and the App controller; only the leader's controller writes. */
-function makeController(state: ProcessState, kubeConfig: KubeConfig, metrics: Metrics) {
-  const { config, log } = state;
-  let controller: AppController | undefined;
+/** The git poller and the App controller. Only the leader reconciles, so only it follows sources. */
+function makeController(p: Wiring, canWrite: () => boolean) {
+  const { config, log, kubeConfig, metrics } = p;
+  let apps: AppController | undefined;
   const sources = new Sources({
     kubeConfig,
     logger: log,
     allowFile: config.allowFileGit,
-    changed: (keys) => controller?.enqueue(keys),
+    changed: (keys) => apps?.enqueue(keys),
     onPoll: (info) => {
       metrics.gitResolve.observe(info.durationMs / 1000);
       if (info.error) metrics.gitErrors.inc({ reason: info.error.reason });
     },
   });
-  controller = new AppController({
+  apps = new AppController({
     kubeConfig,
     namespaces: config.namespaces,
     concurrency: config.concurrency,
-    recorder: new EventRecorder(kubeConfig, state.identity, log),
+    recorder: new EventRecorder(kubeConfig, p.identity, log),
     logger: log,
-    canWrite: () => !state.shuttingDown && (state.elector ? state.elector.isLeader() : true),
+    canWrite,
     sources,
     buildImages: { buildkit: config.buildkitImage, kaniko: config.kanikoImage },
     buildDefaults: {
@@ -116,37 +116,33 @@ function makeController(state: ProcessState, kubeConfig: KubeConfig, metrics: Me
     checkGitUrl: (url) => checkGitUrl(url, { allowFile: config.allowFileGit }),
     metrics,
   });
-  return { apps: controller, sources };
+  return { apps, sources };
 }
 
-/** The HTTP server every replica runs: health, metrics, the API and webhooks. */
-async function serveHttp(
-  state: ProcessState,
-  kubeConfig: KubeConfig,
-  metrics: Metrics,
-  apps: AppController,
-): Promise<{ close: () => Promise<void> }> {
-  const { config, log } = state;
-  const writer = new Writer(kubeConfig);
-  const ready = () => !state.shuttingDown && apps.hasSynced();
-  // Request logs are noise for probes; warnings and errors still show.
+/** The HTTP server every replica runs: health and metrics, the API and webhooks; it listens once started. */
+async function httpServer(p: Wiring, apps: AppController, manager: Manager): Promise<Runnable> {
+  const { config, log, kubeConfig, metrics } = p;
   const https =
     config.tlsCertFile && config.tlsKeyFile
       ? { https: { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile) } }
       : {};
+  // Request logs are noise for probes; warnings and errors still show.
   const server = Fastify({ loggerInstance: log.child({ component: 'http' }, { level: 'warn' }), ...https });
-  server.get('/healthz', async () => ({ status: 'ok' }));
-  server.get('/metrics', async (_req, reply) => {
-    apps.refreshGauges();
-    return reply.header('Content-Type', metrics.registry.contentType).send(await metrics.registry.metrics());
+  const isReady = () => manager.isReady();
+  await server.register(healthPlugin, {
+    isReady,
+    isLeader: () => manager.isLeader(),
+    metrics: metrics.registry,
+    beforeScrape: () => apps.refreshGauges(),
   });
   await server.register(apiPlugin, {
     kubeConfig,
     apps: () => apps.caches.apps,
     replicaSets: () => apps.caches.replicaSets,
-    isReady: ready,
+    isReady,
     logger: log.child({ component: 'api' }),
   });
+  const writer = new Writer(kubeConfig);
   await server.register(webhooksPlugin, {
     candidates: webhookCandidateFinder(kubeConfig, () => apps.caches.apps.list()),
     // Recorded on each App rather than polled here: a standby replica may get the delivery.
@@ -157,52 +153,35 @@ async function serveHttp(
     ...(config.webhookSecretFile ? { globalSecret: readWebhookSecretFile(config.webhookSecretFile) } : {}),
     onResult: (provider, result) => metrics.webhooks.inc({ provider, result }),
   });
-  server.get('/readyz', async (_req, reply) => {
-    const ok = ready();
-    return reply
-      .code(ok ? 200 : 503)
-      .send({ status: ok ? 'ready' : 'not ready', leader: state.elector?.isLeader() ?? true });
-  });
   const [host, port] = config.httpAddr.split(':');
-  await server.listen({ host, port: Number(port) });
-  return { close: async () => server.close() };
-}
-
-/**
- * No draining, as controller-runtime on a lost lease: what is in flight is
- * aborted, so a request held up in the network cannot land once another
- * replica leads, and the process exits before anything else runs.
- */
-function exitNow(state: ProcessState, why: string): never {
-  state.fence.abort(new Error(why));
-  state.log.error({ identity: state.identity }, `${why}: aborted the API requests in flight, exiting without draining`);
-  process.exit(1);
-}
-
-/** SIGTERM: readiness off, drain, release the lease; past --graceful-shutdown-timeout, exit anyway. */
-function stopper(state: ProcessState, apps: AppController, sources: Sources, server: { close: () => Promise<void> }) {
-  return async (): Promise<void> => {
-    if (state.shuttingDown) return;
-    state.shuttingDown = true;
-    const grace = state.config.gracefulShutdownTimeoutMs;
-    setTimeout(() => exitNow(state, `still stopping after ${grace / 1000}s (--graceful-shutdown-timeout)`), grace);
-    state.log.info('stopping: readiness off, draining reconciles, releasing the lease');
-    await apps.stopWorkers();
-    state.releasing = true;
-    await state.elector?.stop({ release: true });
-    apps.stopCaches();
-    sources.stop();
-    await server.close();
-    process.exit(0);
+  return {
+    name: 'http server',
+    start: async () => void (await server.listen({ host, port: Number(port) })),
+    stop: () => server.close(),
   };
 }
 
-/** Leader election: workers run while this replica holds the Lease; losing it ends the process. */
-async function lead(state: ProcessState, kubeConfig: KubeConfig, metrics: Metrics, apps: AppController) {
-  const { config, log, identity } = state;
-  metrics.leader.set({ name: config.leaderElectionId }, 0);
-  state.elector = new LeaderElector({
-    kubeConfig,
+function cachesRunnable(p: Wiring, apps: AppController): Runnable {
+  const { config, log, identity } = p;
+  return {
+    name: 'caches',
+    start: async () => {
+      const namespaces = config.namespaces.length > 0 ? config.namespaces : '(all)';
+      log.info({ identity, namespaces }, 'starting caches');
+      await apps.startCaches();
+      log.info('caches synced');
+    },
+    stop: () => apps.stopCaches(),
+  };
+}
+
+/** The Lease election; the manager starts the leader-only runnables on winning it and exits on losing it. */
+function elector(p: Wiring, callbacks: LeadershipCallbacks) {
+  const { config, log, identity, metrics } = p;
+  const leading = (on: boolean) => metrics.leader.set({ name: config.leaderElectionId }, on ? 1 : 0);
+  leading(false);
+  return new LeaderElector({
+    kubeConfig: p.kubeConfig,
     namespace: config.leaderElectionNamespace,
     name: config.leaderElectionId,
     identity,
@@ -210,17 +189,7 @@ async function lead(state: ProcessState, kubeConfig: KubeConfig, metrics: Metric
     renewDeadlineMs: config.renewDeadlineMs,
     retryPeriodMs: config.retryPeriodMs,
     logger: log.child({ component: 'leader-election' }),
-    onLeadershipChange: (leading) => metrics.leader.set({ name: config.leaderElectionId }, leading ? 1 : 0),
-    onStartedLeading: () => {
-      log.info({ identity }, 'became leader: reconciling');
-      apps.startWorkers();
-    },
-    onStoppedLeading: () => {
-      // Also while draining after SIGTERM: the writes of a drain must not outlive the lease either.
-      if (!state.releasing) exitNow(state, 'lost the lease');
-    },
+    onLeadershipChange: leading,
+    ...callbacks,
   });
-  await state.elector.start();
 }
-
-await main(commandLine.run);
