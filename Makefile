@@ -6,7 +6,7 @@ NPM_STAMP := node_modules/.package-lock.json
 
 .PHONY: help
 help: ## Show the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-12s %s\n", $$1, $$2}'
 
 $(NPM_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -31,6 +31,10 @@ lint: deps ## Lint, format check and typecheck
 .PHONY: test
 test: deps binaries lint ## Run the whole test suite on a local control plane
 	npm test
+
+.PHONY: test-loaded
+test-loaded: ## The whole suite while stress-ng keeps every core busy, as on a loaded CI runner
+	bash scripts/test-loaded.sh
 
 .PHONY: bench
 bench: deps binaries ## Measure promote-to-switch latency and operator memory (bench/)
