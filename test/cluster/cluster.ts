@@ -293,12 +293,16 @@ export function nodeManifest(name: string): string {
 }
 
 export async function kubectlApply(cluster: Pick<Cluster, 'binDir' | 'env'>, manifest: string): Promise<void> {
-  const child = execFile(join(cluster.binDir, 'kubectl'), ['apply', '--server-side', '-f', '-'], { env: cluster.env });
+  const child = execFile(
+    join(cluster.binDir, 'kubectl'),
+    [`--request-timeout=${CALL_MS / 1000}s`, 'apply', '--server-side', '-f', '-'],
+    { env: cluster.env, timeout: CALL_MS + 10_000 },
+  );
   let stderr = '';
   child.stderr?.on('data', (c: Buffer) => {
     stderr += c.toString();
   });
   child.stdin?.end(manifest);
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-  if (code !== 0) throw new Error(`kubectl apply failed: ${stderr.trim()}`);
+  if (code !== 0) throw new Error(`kubectl apply failed (${code ?? 'cut off'}): ${stderr.trim()}`);
 }
