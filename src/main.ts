@@ -70,10 +70,10 @@ async function main(config: Config): Promise<void> {
   });
 
   const { apps, sources } = makeController(p, () => manager.canWrite());
-  // Every replica serves HTTP from the start, so its liveness probe answers
-  // while the caches sync; /readyz says 503 until they have.
-  manager.add(await httpServer(p, apps, manager));
+  // Caches first: what every replica serves (the API's reads, readiness) comes from them. Until they
+  // have synced nothing listens, which the liveness probe's three 20 s periods leave room for.
   manager.add(cachesRunnable(p, apps));
+  manager.add(await httpServer(p, apps, manager));
   // The poller resolves only what reconciles follow: it stops after the controller has drained.
   manager.add({ name: 'git sources', start: () => {}, stop: () => sources.stop() }, { leaderOnly: true });
   manager.add(

@@ -1,5 +1,5 @@
 // The operator's runnables and their order, after controller-runtime's manager.
-// What every replica runs (the HTTP server, the caches) starts first, one after
+// What every replica runs (the caches, then the HTTP server) starts first, one after
 // the other in the order added; what only the leader runs (the controller)
 // starts once this replica leads, and always stops before the lease is handed
 // over. Losing the lease ends the process at once: the API requests in flight

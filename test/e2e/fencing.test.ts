@@ -146,11 +146,12 @@ describe('SIGTERM while a write hangs in the network', () => {
   it('stops gracefully: the hanging write times out, so the drain ends', async () => {
     const ns = await namespace('sigterm');
     const { proxy, kubeconfig } = await proxied(ns);
-    const op = await operator({ namespace: ns, kubeconfig, extraArgs: ['--leader-elect=false'] });
+    // A 3 s renew deadline, so requests time out after half of it.
+    const lease = { duration: '4', renew: '3', retry: '0.5' };
+    const op = await operator({ namespace: ns, kubeconfig, lease, extraArgs: ['--leader-elect=false'] });
     await writeIntoHeldNetwork(ns, proxy, op);
 
     expect(await op.stop()).toBe(0);
-    // 3 s renew deadline (test timings), so requests time out after half of it.
     expect(op.logs()).toMatch(/"err":"API request timed out after 1500 ms"[^\n]*"msg":"reconcile failed; will retry"/);
   });
 

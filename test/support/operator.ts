@@ -39,7 +39,12 @@ export interface OperatorOptions {
   kubeconfig?: string;
   /** Serve HTTPS with this certificate (PEM files) and trust its CA for the readiness check. */
   tls?: { certFile: string; keyFile: string; ca: string };
-  /** Short lease timings keep handover tests quick; the defaults are client-go's. */
+  /**
+   * Lease timings in seconds. The default is client-go's (15/10/2): a busy
+   * machine that stalls the operator for a few seconds must not cost it the
+   * lease (it exits at once when it loses it). Tests that wait for an expiry
+   * may pass shorter ones.
+   */
   lease?: { duration: string; renew: string; retry: string };
   extraArgs?: string[];
   /**
@@ -51,7 +56,7 @@ export interface OperatorOptions {
 
 export async function startOperator(options: OperatorOptions): Promise<Operator> {
   const healthPort = await freePort();
-  const lease = options.lease ?? { duration: '4', renew: '3', retry: '0.5' };
+  const lease = options.lease ?? { duration: '15', renew: '10', retry: '2' };
   const kubeconfig = options.kubeconfig ?? inject('kubeconfig');
   const args = options.deployed
     ? [
