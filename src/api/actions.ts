@@ -13,7 +13,7 @@ import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } f
 import { z } from 'zod';
 import { ACTIONS, type Action, IntentSchema, intentAnnotation, readIntents } from '../app/intents.ts';
 import { DNS1123_LABEL } from '../app/patterns.ts';
-import { GROUP, PLURAL, VERSION } from '../app/schema.ts';
+import { APP_API } from '../app/schema.ts';
 import { APPS_INDEX, type Cached, type CachedApp } from '../controller/cache.ts';
 import { errorMessage } from '../kube/errors.ts';
 import type { Informer } from '../kube/informer.ts';
@@ -372,10 +372,8 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
       try {
         await custom.patchNamespacedCustomObject(
           {
-            group: GROUP,
-            version: VERSION,
+            ...APP_API,
             namespace: ns,
-            plural: PLURAL,
             name,
             fieldManager: 'teal-api',
             // The uid makes the write fail if the App was replaced since the checks above.

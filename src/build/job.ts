@@ -10,7 +10,6 @@ import type { BuildImages } from './images.ts';
 import { type BuildDefaults, imageRepository, pushSecretName } from './registry.ts';
 
 // Where the build's callers have always found them.
-export { type BuildImages, DEFAULT_BUILD_IMAGES } from './images.ts';
 
 export const LABEL_BUILD = 'teal.dev/build';
 export const LABEL_COMMIT = 'teal.dev/commit';

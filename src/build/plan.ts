@@ -6,7 +6,8 @@ import type { ValueProblem } from '../app/cluster-values.ts';
 import type { App, AppStatus } from '../app/schema.ts';
 import { parseGitUrl } from '../git/url.ts';
 import type { BuildAction } from '../rollout/cluster-actions.ts';
-import { type BuildImages, buildJobManifest, buildSpecHash } from './job.ts';
+import type { BuildImages } from './images.ts';
+import { buildJobManifest, buildSpecHash } from './job.ts';
 import { type BuildDefaults, imageRepository } from './registry.ts';
 
 export interface ObservedJob {

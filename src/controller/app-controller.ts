@@ -3,7 +3,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { ANN_REFRESH, readRefreshRequest } from '../app/intents.ts';
-import type { BuildImages } from '../build/job.ts';
+import type { BuildImages } from '../build/images.ts';
 import type { BuildDefaults } from '../build/registry.ts';
 import { ClusterClient } from '../kube/cluster-client.ts';
 import { errorMessage, isConflict } from '../kube/errors.ts';

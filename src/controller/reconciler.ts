@@ -11,7 +11,8 @@ import { parseDuration } from '../app/duration.ts';
 import { type Intent, readIntents, readRefreshRequest } from '../app/intents.ts';
 import type { App, AppStatus } from '../app/schema.ts';
 import { validateApp } from '../app/validate.ts';
-import { type BuildImages, buildSpecHash } from '../build/job.ts';
+import type { BuildImages } from '../build/images.ts';
+import { buildSpecHash } from '../build/job.ts';
 import { type BuildPlan, planBuild } from '../build/plan.ts';
 import type { BuildDefaults } from '../build/registry.ts';
 import {

@@ -6,7 +6,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_BUILD_IMAGES } from '../../src/build/job.ts';
+import { DEFAULT_BUILD_IMAGES } from '../../src/build/images.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { CLUSTER_SCOPED, IN_APP_NAMESPACES, IN_OPERATOR_NAMESPACE, NEVER } from '../fixtures/operator-rbac.ts';
 import { createApp, getApp, releaseAndPromote } from '../support/apps.ts';
