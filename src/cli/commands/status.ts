@@ -45,46 +45,12 @@ export async function status(args: string[], flags: Flags): Promise<number> {
   const human = flags.output === undefined;
   let said = '';
   const say = (app: AppObject) => {
-    const phase = app.status?.phase ?? 'Unknown';
-    const pending = pendingIntents(app);
-    const paused = app.status?.pause ? ` (paused by ${app.status.pause.by})` : '';
-    const waiting = pending.length > 0 ? ` (waiting for the operator to carry out: ${pending.join(', ')})` : '';
-    const line = `${showStatus(phase, colour)}${app.status?.message ? ` - ${app.status.message}` : ''}${paused}${waiting}`;
+    const line = statusLine(app, colour);
     if (human && line !== said) process.stdout.write(`${line}\n`);
     said = line;
   };
   const report = (app: AppObject, result: string, code: number) => {
-    if (flags.output) {
-      process.stdout.write(
-        formatData(
-          {
-            name: app.metadata.name,
-            namespace: app.metadata.namespace,
-            result,
-            exitCode: code,
-            phase: app.status?.phase,
-            message: app.status?.message,
-            generation: app.metadata.generation,
-            observedGeneration: app.status?.observedGeneration,
-            active: app.status?.active?.revision,
-            preview: app.status?.preview?.revision,
-            conditions: app.status?.conditions ?? [],
-          },
-          flags.output,
-        ),
-      );
-    } else if (result === 'Paused') {
-      const pause = app.status?.pause;
-      const preview = app.status?.preview;
-      const why = pause
-        ? `: paused by ${pause.by}; "kubectl teal resume ${name}" carries on`
-        : preview
-          ? `: revision ${preview.revision} waits for "kubectl teal promote ${name}"`
-          : '';
-      process.stdout.write(`App "${name}" is Paused${why}\n`);
-    } else if (result === 'timeout') {
-      process.stdout.write(`timed out after ${flags.timeout ?? DEFAULT_TIMEOUT} waiting for App "${name}" to settle\n`);
-    }
+    process.stdout.write(outcomeText(app, name, result, code, flags));
     return code;
   };
 
@@ -117,4 +83,49 @@ export async function status(args: string[], flags: Flags): Promise<number> {
     const deadline =
       timeoutMs > 0 ? setTimeout(() => finish(report(app, 'timeout', EXIT.timeout)), timeoutMs) : undefined;
   });
+}
+
+/** The one line `status` prints for each new state of the App. */
+function statusLine(app: AppObject, colour: boolean): string {
+  const phase = app.status?.phase ?? 'Unknown';
+  const pending = pendingIntents(app);
+  const paused = app.status?.pause ? ` (paused by ${app.status.pause.by})` : '';
+  const waiting = pending.length > 0 ? ` (waiting for the operator to carry out: ${pending.join(', ')})` : '';
+  return `${showStatus(phase, colour)}${app.status?.message ? ` - ${app.status.message}` : ''}${paused}${waiting}`;
+}
+
+/** What `status` prints once the App settled or the wait timed out: the data with -o, else a sentence when there is one. */
+function outcomeText(app: AppObject, name: string, result: string, code: number, flags: Flags): string {
+  if (flags.output) {
+    return formatData(
+      {
+        name: app.metadata.name,
+        namespace: app.metadata.namespace,
+        result,
+        exitCode: code,
+        phase: app.status?.phase,
+        message: app.status?.message,
+        generation: app.metadata.generation,
+        observedGeneration: app.status?.observedGeneration,
+        active: app.status?.active?.revision,
+        preview: app.status?.preview?.revision,
+        conditions: app.status?.conditions ?? [],
+      },
+      flags.output,
+    );
+  }
+  if (result === 'Paused') {
+    const pause = app.status?.pause;
+    const preview = app.status?.preview;
+    const why = pause
+      ? `: paused by ${pause.by}; "kubectl teal resume ${name}" carries on`
+      : preview
+        ? `: revision ${preview.revision} waits for "kubectl teal promote ${name}"`
+        : '';
+    return `App "${name}" is Paused${why}\n`;
+  }
+  if (result === 'timeout') {
+    return `timed out after ${flags.timeout ?? DEFAULT_TIMEOUT} waiting for App "${name}" to settle\n`;
+  }
+  return '';
 }
