@@ -11,9 +11,9 @@ import type { EventRecorder } from '../kube/events.ts';
 import { WorkQueue } from '../kube/workqueue.ts';
 import { type CachedApp, type Caches, makeCaches } from './cache.ts';
 import { Controller, type Decision } from './controller.ts';
-import { ActionFailed } from './executor.ts';
+import { ActionFailed, NotLeaderError } from './executor.ts';
 import type { Metrics } from './metrics.ts';
-import { NotLeaderError, Reconciler, type SourceView } from './reconciler.ts';
+import { Reconciler, type SourceView } from './reconciler.ts';
 
 export interface AppControllerOptions {
   kubeConfig: KubeConfig;

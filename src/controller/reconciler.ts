@@ -38,8 +38,6 @@ import type { Metrics } from './metrics.ts';
 import { countTransitions } from './reconcile-metrics.ts';
 import { failedSummary } from './summary.ts';
 
-export { NotLeaderError } from './executor.ts';
-
 /** What the git poller knows of each App's source (see controller/sources.ts). */
 export interface SourceView {
   follow(appKey: string, spec: FollowSpec): void;
