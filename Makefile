@@ -16,8 +16,9 @@ $(NPM_STAMP): package.json package-lock.json
 deps: $(NPM_STAMP) ## Install npm packages (Node 24 comes with them)
 
 .PHONY: binaries
-binaries: ## Build or reuse the cached control-plane binaries (Kubernetes, etcd, kwok)
+binaries: ## Build or reuse the cached control-plane binaries (Kubernetes, etcd, kwok), and Prometheus from Debian's package
 	bash test/cluster/build-binaries.sh >/dev/null
+	bash test/cluster/install-prometheus.sh >/dev/null
 
 .PHONY: manifests
 manifests: deps ## Generate the CRD (config/crd, charts/teal/crds) and the chart values schema from zod
