@@ -3,10 +3,10 @@
 // Free of vitest, like the rest of test/cluster, so that `make dev` may use it.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../support/ports.ts';
 import { waitFor } from '../support/wait.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -91,7 +91,7 @@ export async function startPrometheus(options: PrometheusOptions): Promise<Prome
 /** Another process may take the probed port before Prometheus binds it: then it tries another. */
 async function startOnFreePort(binary: string, workdir: string, configFile: string): Promise<Prometheus> {
   for (let attempt = 1; ; attempt++) {
-    const port = await freeLoopbackPort();
+    const port = await freePort();
     const started = launch(binary, workdir, configFile, port);
     try {
       await waitUntilReady(started, port);
@@ -175,16 +175,4 @@ function handle(started: Launched, workdir: string, port: number): Prometheus {
 
 function assertLoopback(target: string): void {
   if (!target.startsWith('127.0.0.1:')) throw new Error(`scrape target ${target}: tests scrape 127.0.0.1 only`);
-}
-
-async function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }

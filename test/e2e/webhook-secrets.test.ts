@@ -14,7 +14,8 @@ import type { AppInput } from '../../src/app/schema.ts';
 import { type ApiRecorder, startApiRecorder } from '../support/api-recorder.ts';
 import { createRepo } from '../support/git-server.ts';
 import { clients, createNamespace, waitFor } from '../support/kube.ts';
-import { freePort, type Operator, startOperator } from '../support/operator.ts';
+import { type Operator, startOperator } from '../support/operator.ts';
+import { freePort } from '../support/ports.ts';
 
 const { core, custom } = clients();
 const GLOBAL_SECRET = 'the global webhook secret';

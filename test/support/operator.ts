@@ -1,13 +1,13 @@
 // Runs the operator as a real child process, so a test can kill -9 it.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, fetch } from 'undici';
 import { inject } from 'vitest';
 import { WAIT_MS, waitFor } from './kube.ts';
+import { freePort } from './ports.ts';
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 
@@ -19,18 +19,6 @@ export interface Operator {
   kill: () => Promise<void>;
   /** SIGTERM and wait for exit. */
   stop: () => Promise<number | null>;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 export interface OperatorOptions {
