@@ -1,0 +1,499 @@
+// Checks before and after promotion, teal.dev/v1alpha1: the check (Argo Rollouts'
+// Metric), the AnalysisTemplate resource, the App-side reference, and the durable
+// run state that lives in App status. Like src/app/schema.ts, this zod schema is
+// the single source of truth for types, defaults, validation and the CRD.
+//
+// Not imported from src/app/schema.ts: that file will import this one (for
+// prePromotionAnalysis), and an import cycle between schema modules fails at load.
+//
+// Checks sit inside arrays, so their string rules are plain `.regex()` patterns
+// rather than CEL regexes: one CEL regex per array item blows the CRD cost budget.
+import { z } from 'zod';
+import { DURATION_PATTERN } from '../app/duration.ts';
+import { DNS1123_LABEL, DNS1123_SUBDOMAIN } from '../app/patterns.ts';
+import { type Rule, withRules } from '../app/rules.ts';
+import { JSON_PATH_PATTERN } from './jsonpath.ts';
+
+export const TEMPLATE_API_VERSION = 'teal.dev/v1alpha1';
+/**
+ * Argo Rollouts' name: the App's fields are already Argo's (prePromotionAnalysis),
+ * and an Argo template ports by changing its apiVersion. In a cluster that also
+ * runs Argo Rollouts, `kubectl get analysistemplates` is ambiguous: name it
+ * `analysistemplates.teal.dev` there. No short name, so Argo's `at` stays Argo's.
+ */
+export const TEMPLATE_KIND = 'AnalysisTemplate';
+export const TEMPLATE_PLURAL = 'analysistemplates';
+export const TEMPLATE_RESOURCE = `${TEMPLATE_PLURAL}.teal.dev`;
+
+/** Checks in one run, counting templates and inline ones: status holds a result for each. */
+export const MAX_CHECKS = 20;
+/** Measurements kept per check in status (Argo's DefaultMeasurementHistoryLimit); counters keep the totals. */
+export const MEASUREMENT_HISTORY_LIMIT = 10;
+export const MAX_VALUE_LENGTH = 128;
+export const MAX_MESSAGE_LENGTH = 256;
+
+const duration = (what: string) =>
+  z.string().max(32).regex(DURATION_PATTERN, `${what} must be a duration such as 30s, 5m or 1h30m`);
+
+const name63 = (what: string) =>
+  z.string().min(1).max(63).regex(DNS1123_LABEL, `${what} must be a DNS-1123 label: lowercase letters, digits and "-"`);
+
+const objectName = (what: string) =>
+  z
+    .string()
+    .min(1)
+    .max(253)
+    .regex(DNS1123_SUBDOMAIN, `${what} must be an object name: lowercase letters, digits, "-" and "."`);
+
+// Placeholders may sit anywhere after the scheme; args.ts checks the URL again once they are replaced.
+const HTTP_URL = /^https?:\/\/[^\s]+$/;
+// RFC 9110 token.
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const ENV_NAME = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
+const SECRET_KEY = /^[-._a-zA-Z0-9]+$/;
+/** Argument names, as `{{args.<name>}}` spells them. */
+export const ARG_NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/;
+
+const httpUrl = (what: string) =>
+  z.string().min(1).max(2048).regex(HTTP_URL, `${what} must start with http:// or https://`);
+
+export const SecretKeyRefSchema = z
+  .strictObject({
+    name: objectName('secretKeyRef.name'),
+    key: z.string().min(1).max(253).regex(SECRET_KEY, 'secretKeyRef.key must be a Secret key'),
+  })
+  .describe('A key of a Secret in the App namespace.');
+
+const valueFrom = z
+  .strictObject({ secretKeyRef: SecretKeyRefSchema })
+  .describe('Read from a Secret when a measurement is taken; never written to status, events or logs.');
+
+// ---- providers ----
+
+const HeaderSchema = z.strictObject({
+  key: z.string().min(1).max(256).regex(HEADER_NAME, 'header key must be an HTTP header name'),
+  value: z
+    .string()
+    .max(4096)
+    .describe('May hold {{args.<name>}}; an argument from a Secret keeps the value out of status.'),
+});
+
+const headers = z
+  .array(HeaderSchema)
+  .max(32)
+  .optional()
+  .describe('Request headers. For a token, use an argument whose valueFrom is a Secret, as Argo Rollouts does.');
+
+const webRules: Rule<{ method: string; body?: string | undefined }>[] = [
+  {
+    cel: "!has(self.body) || self.method != 'GET'",
+    message: 'web.body needs method POST or PUT',
+    test: (w) => w.body === undefined || w.method !== 'GET',
+  },
+];
+
+export const WebProviderSchema = withRules(
+  z.strictObject({
+    method: z.enum(['GET', 'POST', 'PUT']).default('GET').describe('HTTP method. Default: GET.'),
+    url: httpUrl('web.url').describe('The URL to ask; Teal never builds one from a Pod or Service IP.'),
+    headers,
+    body: z.string().max(65536).optional().describe('Request body, with POST or PUT.'),
+    timeoutSeconds: z
+      .int()
+      .min(1)
+      .max(300)
+      .default(10)
+      .describe('Deadline of one request; past it the measurement is an Error. Default: 10 (as Argo Rollouts).'),
+    jsonPath: z
+      .string()
+      .max(256)
+      .regex(JSON_PATH_PATTERN, 'web.jsonPath must be a path such as {$.data.ok} or {$.items[0].value}')
+      .optional()
+      .describe(
+        'Which part of the JSON answer the conditions see as `result`: fields and indexes from the root, such as {$.data.ok}. Default: {$}, the whole answer. An answer that is not JSON is `result` as a string.',
+      ),
+  }),
+  webRules,
+).describe(
+  'An HTTP request whose answer is judged by successCondition and failureCondition; a non-2xx status is an Error.',
+);
+
+export const PrometheusProviderSchema = z
+  .strictObject({
+    address: httpUrl('prometheus.address').describe(
+      'Base URL of the Prometheus server, such as http://127.0.0.1:9090.',
+    ),
+    query: z.string().min(1).max(8192).describe('An instant PromQL query.'),
+    timeout: z
+      .int()
+      .min(1)
+      .max(300)
+      .default(30)
+      .describe(
+        'Seconds one query may take, as Argo Rollouts spells it; past it the measurement is an Error. Default: 30.',
+      ),
+    headers,
+  })
+  .describe(
+    'A PromQL query judged by successCondition and failureCondition: `result` is a number for a scalar, and a list of numbers, one per series, for a vector.',
+  );
+
+const EnvVarSchema = withRules(
+  z.strictObject({
+    name: z.string().min(1).max(256).regex(ENV_NAME, 'env name must be a C identifier-like name'),
+    value: z.string().max(32768).optional(),
+    valueFrom: valueFrom.optional(),
+  }),
+  [
+    {
+      cel: 'has(self.value) != has(self.valueFrom)',
+      message: 'env needs exactly one of value and valueFrom',
+      test: (e) => (e.value === undefined) !== (e.valueFrom === undefined),
+    },
+  ],
+);
+
+const ContainerSchema = z.strictObject({
+  name: name63('container name'),
+  image: z.string().min(1).max(512).describe('May hold {{args.<name>}} and built-ins such as {{preview.revision}}.'),
+  command: z.array(z.string().max(4096)).max(64).optional(),
+  args: z.array(z.string().max(4096)).max(64).optional(),
+  env: z
+    .array(EnvVarSchema)
+    .max(64)
+    .optional()
+    .describe(
+      'Teal adds TEAL_APP_NAME, TEAL_APP_NAMESPACE, TEAL_PREVIEW_SERVICE, TEAL_PREVIEW_REVISION, TEAL_PREVIEW_IMAGE and TEAL_SOURCE_COMMIT (args.ts builtinEnv).',
+    ),
+});
+
+const labelsAndAnnotations = z
+  .strictObject({
+    labels: z.record(z.string(), z.string()).optional(),
+    annotations: z.record(z.string(), z.string()).optional(),
+  })
+  .optional();
+
+export const JobProviderSchema = z
+  .strictObject({
+    metadata: labelsAndAnnotations,
+    spec: z
+      .strictObject({
+        backoffLimit: z
+          .int()
+          .min(0)
+          .max(100)
+          .optional()
+          .describe("Pod retries before the Job fails. Default: Kubernetes' (6); set 0 or 1 for a quick verdict."),
+        activeDeadlineSeconds: z
+          .int()
+          .min(1)
+          .max(86400)
+          .default(600)
+          .describe(
+            'The Job fails past this many seconds, so a measurement always ends. Default: 600 (Argo Rollouts sets none).',
+          ),
+        template: z.strictObject({
+          metadata: labelsAndAnnotations,
+          spec: z.strictObject({
+            containers: z.array(ContainerSchema).min(1).max(8),
+            restartPolicy: z.enum(['Never', 'OnFailure']).default('Never').describe('Default: Never.'),
+            serviceAccountName: objectName('serviceAccountName').optional(),
+          }),
+        }),
+      })
+      .describe('A subset of a batch/v1 JobSpec: what a check needs.'),
+  })
+  .describe('A Job run in the App namespace: the measurement is Successful when it completes, Failed when it fails.');
+
+const providerRules: Rule<{ job?: unknown; web?: unknown; prometheus?: unknown }>[] = [
+  {
+    cel: '(has(self.job) ? 1 : 0) + (has(self.web) ? 1 : 0) + (has(self.prometheus) ? 1 : 0) == 1',
+    message: 'provider needs exactly one of job, web and prometheus',
+    test: (p) => [p.job, p.web, p.prometheus].filter((x) => x !== undefined).length === 1,
+  },
+];
+
+export const ProviderSchema = withRules(
+  z.strictObject({
+    job: JobProviderSchema.optional(),
+    web: WebProviderSchema.optional(),
+    prometheus: PrometheusProviderSchema.optional(),
+  }),
+  providerRules,
+).describe('Where a measurement comes from: exactly one of job, web and prometheus.');
+
+// ---- the check (Argo's Metric) ----
+
+type CheckShape = {
+  interval?: string | undefined;
+  count?: number | undefined;
+  failureLimit: number;
+  inconclusiveLimit: number;
+  successCondition?: string | undefined;
+  failureCondition?: string | undefined;
+  provider: { job?: unknown };
+};
+
+// Limits are defaulted before the API server runs CEL, so has() on them is always true.
+const checkRules: Rule<CheckShape>[] = [
+  {
+    cel: '!has(self.count) || self.count <= 1 || has(self.interval)',
+    message: 'interval must be set when count is more than 1',
+    test: (c) => c.count === undefined || c.count <= 1 || c.interval !== undefined,
+  },
+  {
+    cel: '!has(self.interval) || has(self.count)',
+    message: 'count must be set with interval: a check that never ends would hold the release forever',
+    test: (c) => c.interval === undefined || c.count !== undefined,
+  },
+  {
+    cel: '!has(self.count) || (self.count >= self.failureLimit && self.count >= self.inconclusiveLimit)',
+    message: 'count must be at least failureLimit and inconclusiveLimit',
+    test: (c) => c.count === undefined || (c.count >= c.failureLimit && c.count >= c.inconclusiveLimit),
+  },
+  {
+    cel: '!has(self.provider.job) || (!has(self.successCondition) && !has(self.failureCondition))',
+    message:
+      'a job check passes when its Job completes: successCondition and failureCondition are for web and prometheus',
+    test: (c) => c.provider.job === undefined || (c.successCondition === undefined && c.failureCondition === undefined),
+  },
+];
+
+const condition = (which: string) =>
+  z
+    .string()
+    .min(1)
+    .max(1024)
+    .optional()
+    .describe(
+      `An expression over \`result\`, the measured value, such as result[0] < 0.05 (see ${which === 'success' ? 'failureCondition' : 'successCondition'}). It shows in status and events, so it may not use an argument from a Secret.`,
+    );
+
+export const CheckSchema = withRules(
+  z.strictObject({
+    name: name63('name').describe('Unique within the run; names its Jobs and its result in status.'),
+    interval: duration('interval')
+      .optional()
+      .describe('Time between measurements, from the end of one to the start of the next. Needs count.'),
+    count: z
+      .int()
+      .min(1)
+      .max(10000)
+      .optional()
+      .describe(
+        'Measurements to take (Errors not counted). Default: 1 when interval is unset; required with interval (Argo Rollouts would measure forever).',
+      ),
+    initialDelay: duration('initialDelay')
+      .optional()
+      .describe('Wait this long after the run starts before the first measurement. Default: none.'),
+    failureLimit: z
+      .int()
+      .min(0)
+      .default(0)
+      .describe('Failed measurements allowed; one more fails the check and aborts the release. Default: 0.'),
+    inconclusiveLimit: z
+      .int()
+      .min(0)
+      .default(0)
+      .describe('Inconclusive measurements allowed; one more makes the check Inconclusive, which pauses. Default: 0.'),
+    consecutiveErrorLimit: z
+      .int()
+      .min(0)
+      .default(4)
+      .describe(
+        'Errors in a row allowed (an Error is retried after 10s); one more makes the check Error, which aborts. Default: 4.',
+      ),
+    successCondition: condition('success').describe(
+      'A measurement is Successful when this holds. Without failureCondition, it is Failed otherwise. Unset with failureCondition unset: every value passes.',
+    ),
+    failureCondition: condition('failure').describe(
+      'A measurement is Failed when this holds. With successCondition too, a value that meets neither is Inconclusive.',
+    ),
+    provider: ProviderSchema,
+  }),
+  checkRules,
+).describe("A check, Argo Rollouts' Metric: measurements taken from one provider and judged against limits.");
+
+// The API server refuses duplicates itself (a list-map keyed by name); this says it for zod.
+const uniqueNames = (what: string) => (items: { name: string }[], ctx: z.RefinementCtx) => {
+  const seen = new Set<string>();
+  items.forEach((item, i) => {
+    if (seen.has(item.name)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `${what} "${item.name}" is listed twice`,
+        input: item,
+        path: [i, 'name'],
+      });
+    }
+    seen.add(item.name);
+  });
+};
+
+const listMap = (key: string) => ({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': [key] });
+
+const checks = (min: number) =>
+  z
+    .array(CheckSchema)
+    .min(min)
+    .max(MAX_CHECKS)
+    .superRefine(uniqueNames('metric'))
+    .meta(listMap('name'))
+    .describe('The checks (Argo Rollouts calls them metrics).');
+
+// ---- arguments ----
+
+const argName = z
+  .string()
+  .min(1)
+  .max(63)
+  .regex(ARG_NAME, 'argument name must be letters, digits, "_" and "-", starting with a letter or "_"');
+
+export const TemplateArgumentSchema = withRules(
+  z.strictObject({
+    name: argName,
+    value: z.string().max(4096).optional().describe('The default; without it (and valueFrom) the App must pass one.'),
+    valueFrom: valueFrom.optional(),
+  }),
+  [
+    {
+      cel: '!(has(self.value) && has(self.valueFrom))',
+      message: 'an argument has value or valueFrom, not both',
+      test: (a) => a.value === undefined || a.valueFrom === undefined,
+    },
+  ],
+).describe('An argument of the template, used as {{args.<name>}}.');
+
+export const AppArgumentSchema = withRules(
+  z.strictObject({
+    name: argName,
+    value: z.string().max(4096).optional(),
+    valueFrom: valueFrom.optional(),
+  }),
+  [
+    {
+      cel: 'has(self.value) != has(self.valueFrom)',
+      message: 'an argument needs exactly one of value and valueFrom',
+      test: (a) => (a.value === undefined) !== (a.valueFrom === undefined),
+    },
+  ],
+).describe('A value for {{args.<name>}}: given to the templates, and to the inline metrics.');
+
+const args = <S extends z.ZodType<{ name: string }>>(item: S) =>
+  z.array(item).max(32).superRefine(uniqueNames('argument')).meta(listMap('name')).optional();
+
+// ---- the template resource ----
+
+export const AnalysisTemplateSpecSchema = z.strictObject({
+  args: args(TemplateArgumentSchema).describe('Arguments of the template, with optional defaults.'),
+  metrics: checks(1),
+});
+
+export const TemplateMetaSchema = z.looseObject({
+  name: z.string(),
+  namespace: z.string().optional(),
+  uid: z.string().optional(),
+  generation: z.int().optional(),
+  resourceVersion: z.string().optional(),
+  creationTimestamp: z.union([z.string(), z.date()]).optional(),
+  labels: z.record(z.string(), z.string()).optional(),
+  annotations: z.record(z.string(), z.string()).optional(),
+});
+
+export const AnalysisTemplateSchema = z.object({
+  apiVersion: z.literal(TEMPLATE_API_VERSION),
+  kind: z.literal(TEMPLATE_KIND),
+  metadata: TemplateMetaSchema,
+  spec: AnalysisTemplateSpecSchema,
+});
+
+// ---- the App-side reference ----
+
+export const TemplateRefSchema = z.strictObject({
+  templateName: objectName('templateName').describe('An AnalysisTemplate in the App namespace.'),
+});
+
+export const AnalysisSchema = withRules(
+  z.strictObject({
+    templates: z
+      .array(TemplateRefSchema)
+      .max(10)
+      .optional()
+      .describe('Templates whose metrics join the run (Argo Rollouts: the same field).'),
+    args: args(AppArgumentSchema).describe(
+      "Values for the templates' arguments (Argo Rollouts: the same field), also seen by inline metrics; an argument no template declares is ignored by the templates.",
+    ),
+    metrics: checks(0)
+      .optional()
+      .describe('Checks written in the App itself (Argo Rollouts needs a template for each).'),
+  }),
+  [
+    {
+      cel: '(has(self.templates) && size(self.templates) > 0) || (has(self.metrics) && size(self.metrics) > 0)',
+      message: 'analysis needs templates or metrics',
+      test: (a) => (a.templates?.length ?? 0) > 0 || (a.metrics?.length ?? 0) > 0,
+    },
+  ],
+).describe('Checks a revision must pass: metrics from templates, and inline ones.');
+
+// ---- the durable run state, in App status ----
+
+export const MEASUREMENT_PHASES = ['Running', 'Successful', 'Failed', 'Inconclusive', 'Error'] as const;
+export const CHECK_PHASES = ['Pending', 'Running', 'Successful', 'Failed', 'Inconclusive', 'Error'] as const;
+export const RUN_PHASES = ['Running', 'Successful', 'Failed', 'Inconclusive', 'Error', 'Cancelled'] as const;
+
+const time = z.string().describe('RFC 3339 time, to the millisecond: the planner wakes at exact deadlines.');
+
+export const MeasurementStatusSchema = z.strictObject({
+  n: z
+    .int()
+    .min(1)
+    .describe("The measurement's ordinal in its check: with the run id and check name, its identity (and Job name)."),
+  phase: z.enum(MEASUREMENT_PHASES).describe('Running from the moment it is started, before any request is made.'),
+  value: z.string().max(MAX_VALUE_LENGTH).optional().describe('The measured value, shortened; secrets redacted.'),
+  message: z.string().max(MAX_MESSAGE_LENGTH).optional(),
+  startedAt: time,
+  finishedAt: time.optional(),
+});
+
+export const CheckStatusSchema = z.strictObject({
+  name: z.string(),
+  phase: z.enum(CHECK_PHASES),
+  message: z.string().max(MAX_MESSAGE_LENGTH).optional().describe('Which limit decided the check.'),
+  taken: z.int().min(0).describe('Measurements started, so the next one is taken + 1.'),
+  count: z.int().min(0).describe('Measurements that ended without Error.'),
+  successful: z.int().min(0),
+  failed: z.int().min(0),
+  inconclusive: z.int().min(0),
+  error: z.int().min(0),
+  consecutiveError: z.int().min(0),
+  measurements: z.array(MeasurementStatusSchema).max(MEASUREMENT_HISTORY_LIMIT).describe('The latest measurements.'),
+});
+
+export const AnalysisRunStatusSchema = z
+  .strictObject({
+    id: z.string().max(63).describe('Names the run: its Jobs and measurement keys start with it.'),
+    phase: z.enum(RUN_PHASES),
+    message: z.string().max(1024).optional(),
+    startedAt: time,
+    finishedAt: time.optional(),
+    checks: z.array(CheckStatusSchema).max(MAX_CHECKS).meta(listMap('name')),
+  })
+  .describe('One run of the checks, with every measurement durable: a restart resumes it.');
+
+export type Check = z.output<typeof CheckSchema>;
+export type CheckInput = z.input<typeof CheckSchema>;
+export type TemplateArgument = z.output<typeof TemplateArgumentSchema>;
+export type AppArgument = z.output<typeof AppArgumentSchema>;
+export type SecretKeyRef = z.output<typeof SecretKeyRefSchema>;
+export type AnalysisTemplateSpec = z.output<typeof AnalysisTemplateSpecSchema>;
+export type AnalysisTemplate = z.output<typeof AnalysisTemplateSchema>;
+export type Analysis = z.output<typeof AnalysisSchema>;
+export type AnalysisInput = z.input<typeof AnalysisSchema>;
+export type MeasurementPhase = (typeof MEASUREMENT_PHASES)[number];
+export type CheckPhase = (typeof CHECK_PHASES)[number];
+export type RunPhase = (typeof RUN_PHASES)[number];
+export type MeasurementStatus = z.output<typeof MeasurementStatusSchema>;
+export type CheckStatus = z.output<typeof CheckStatusSchema>;
+export type AnalysisRunStatus = z.output<typeof AnalysisRunStatusSchema>;
