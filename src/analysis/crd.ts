@@ -1,20 +1,9 @@
 // The AnalysisTemplate CustomResourceDefinition, built from the zod schema the
 // way src/app/crd.ts builds the App's. Pure: the manifests script writes it.
-import { z } from 'zod';
-import { toStructural } from '../app/crd.ts';
+import { schemaOf } from '../app/crd.ts';
 import { AnalysisTemplateSpecSchema, TEMPLATE_KIND, TEMPLATE_PLURAL, TEMPLATE_RESOURCE } from './schema.ts';
 
 type JsonSchema = { [key: string]: unknown };
-
-export function specSchema(schema: z.ZodType): JsonSchema {
-  const json = z.toJSONSchema(schema, {
-    target: 'openapi-3.0',
-    io: 'input',
-    reused: 'inline',
-    unrepresentable: 'throw',
-  }) as JsonSchema;
-  return toStructural(json);
-}
 
 export function buildTemplateCrd(): JsonSchema {
   return {
@@ -49,7 +38,7 @@ export function buildTemplateCrd(): JsonSchema {
                 apiVersion: { type: 'string' },
                 kind: { type: 'string' },
                 metadata: { type: 'object' },
-                spec: specSchema(AnalysisTemplateSpecSchema),
+                spec: schemaOf(AnalysisTemplateSpecSchema),
               },
             },
           },

@@ -88,7 +88,8 @@ export function toStructural(node: JsonSchema, inBranch = false): JsonSchema {
   return out;
 }
 
-function schemaOf(s: z.ZodType): JsonSchema {
+/** A zod schema as a structural OpenAPI schema, as the API server wants one in a CRD. */
+export function schemaOf(s: z.ZodType): JsonSchema {
   const json = z.toJSONSchema(s, {
     target: 'openapi-3.0',
     io: 'input',

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { buildTemplateCrd, specSchema } from '../../src/analysis/crd.ts';
+import { buildTemplateCrd } from '../../src/analysis/crd.ts';
 import { AnalysisRunStatusSchema, AnalysisSchema, CheckSchema } from '../../src/analysis/schema.ts';
 import { validateTemplate } from '../../src/analysis/validate.ts';
+import { schemaOf } from '../../src/app/crd.ts';
 import { formatIssues } from '../../src/app/validate.ts';
 
 const webMetric = (over: Record<string, unknown> = {}) => ({
@@ -273,7 +274,7 @@ describe('the AnalysisTemplate CRD', () => {
   });
 
   it('the App-side analysis and the run status convert too (for the App CRD)', () => {
-    expect(() => specSchema(AnalysisSchema)).not.toThrow();
-    expect(() => specSchema(AnalysisRunStatusSchema)).not.toThrow();
+    expect(() => schemaOf(AnalysisSchema)).not.toThrow();
+    expect(() => schemaOf(AnalysisRunStatusSchema)).not.toThrow();
   });
 });
