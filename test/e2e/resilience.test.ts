@@ -73,7 +73,7 @@ describe('two operator replicas', () => {
     expect(b.logs()).toMatch(/became leader/);
     expect(b.logs()).toMatch(WRITES);
     console.log(
-      `after SIGKILL of the leader, the standby released the next revision in ${Date.now() - started} ms (4 s lease)`,
+      `after SIGKILL of the leader, the standby released the next revision in ${Date.now() - started} ms (15 s lease)`,
     );
   });
 
