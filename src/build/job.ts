@@ -65,15 +65,134 @@ const secretEnv = (name: string, secret: string, key: string) => ({
   valueFrom: { secretKeyRef: { name: secret, key, optional: true } },
 });
 
+/** What the engine-specific parts of a build pod need. */
+interface PodInput {
+  image: string;
+  engineImage: string;
+  git: NonNullable<App['spec']['source']>['git'];
+  dockerfile: string;
+  ref: string;
+  commit: string;
+  pushSecret: string | undefined;
+  gitSecret: string | undefined;
+  gitSecretKeys: ReadonlySet<string>;
+  /** The description of the build, for `kubectl describe` and the build script; no secret here. */
+  describe: object[];
+}
+
+interface BuildPod {
+  container: object;
+  volumes: object[];
+}
+
+/** The push Secret's .dockerconfigjson as config.json where the engine looks for it. */
+function registryMount(pushSecret: string | undefined, mountPath: string) {
+  if (!pushSecret) return { volumes: [], mounts: [] };
+  return {
+    volumes: [
+      {
+        name: 'registry',
+        secret: { secretName: pushSecret, items: [{ key: '.dockerconfigjson', path: 'config.json' }] },
+      },
+    ],
+    mounts: [{ name: 'registry', mountPath, readOnly: true }],
+  };
+}
+
+/** kaniko: its executor's own flags; git over https with the Secret's username and password. */
+function kanikoPod(p: PodInput): BuildPod {
+  const registry = registryMount(p.pushSecret, '/kaniko/.docker');
+  const container = {
+    name: 'build',
+    image: p.engineImage,
+    args: [
+      `--context=${kanikoContext(p.git.url, p.ref, p.commit)}`,
+      `--context-sub-path=${p.git.path}`,
+      `--dockerfile=${p.dockerfile}`,
+      `--destination=${p.image}`,
+      '--digest-file=/dev/termination-log',
+    ],
+    env: [
+      ...p.describe,
+      ...(p.gitSecret
+        ? [secretEnv('GIT_USERNAME', p.gitSecret, 'username'), secretEnv('GIT_PASSWORD', p.gitSecret, 'password')]
+        : []),
+    ],
+    volumeMounts: registry.mounts,
+    terminationMessagePolicy: 'FallbackToLogsOnError',
+  };
+  return { container, volumes: registry.volumes };
+}
+
+// A fixed script: every value comes from the environment, quoted, so nothing user-given is parsed by the shell.
+const BUILDKIT_SCRIPT = [
+  'set -eu',
+  'set -- --frontend dockerfile.v0 --opt "context=$TEAL_CONTEXT" --opt "filename=$TEAL_DOCKERFILE"',
+  'set -- "$@" --output "type=image,name=$TEAL_IMAGE,push=true" --metadata-file /tmp/metadata.json',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion, not a template
+  '[ -n "${GIT_AUTH_TOKEN:-}" ] && set -- "$@" --secret "id=GIT_AUTH_TOKEN,env=GIT_AUTH_TOKEN"',
+  '[ -f /home/user/.ssh/identity ] && set -- "$@" --ssh default=/home/user/.ssh/identity',
+  'buildctl-daemonless.sh build "$@"',
+  `sed -n 's/.*"containerimage.digest": *"\\(sha256:[0-9a-f]*\\)".*/\\1/p' /tmp/metadata.json > /dev/termination-log`,
+].join('\n');
+
+/** The Secret's ssh key and known_hosts, when it has an ssh key. */
+function sshMount(gitSecret: string) {
+  return {
+    volume: {
+      name: 'git-ssh',
+      secret: {
+        secretName: gitSecret,
+        defaultMode: 0o400,
+        items: [
+          { key: 'identity', path: 'identity' },
+          { key: 'known_hosts', path: 'known_hosts' },
+        ],
+      },
+    },
+    mount: { name: 'git-ssh', mountPath: '/home/user/.ssh', readOnly: true },
+  };
+}
+
+/** BuildKit rootless, daemonless: git over ssh with the Secret's key, else https with its token. */
+function buildkitPod(p: PodInput): BuildPod {
+  const registry = registryMount(p.pushSecret, '/home/user/.docker');
+  const ssh = p.gitSecret && p.gitSecretKeys.has('identity') ? sshMount(p.gitSecret) : undefined;
+  const container = {
+    name: 'build',
+    image: p.engineImage,
+    command: ['sh', '-c', BUILDKIT_SCRIPT],
+    env: [
+      ...p.describe,
+      { name: 'TEAL_CONTEXT', value: buildkitContext(p.git.url, p.commit, p.git.path) },
+      { name: 'BUILDKITD_FLAGS', value: '--oci-worker-no-process-sandbox' },
+      { name: 'DOCKER_CONFIG', value: '/home/user/.docker' },
+      ...(p.gitSecret && !ssh ? [secretEnv('GIT_AUTH_TOKEN', p.gitSecret, 'password')] : []),
+    ],
+    securityContext: {
+      runAsUser: 1000,
+      runAsGroup: 1000,
+      seccompProfile: { type: 'Unconfined' },
+      appArmorProfile: { type: 'Unconfined' },
+    },
+    volumeMounts: [
+      ...registry.mounts,
+      ...(ssh ? [ssh.mount] : []),
+      { name: 'buildkitd', mountPath: '/home/user/.local/share/buildkit' },
+    ],
+    terminationMessagePolicy: 'FallbackToLogsOnError',
+  };
+  const volumes = [...registry.volumes, ...(ssh ? [ssh.volume] : []), { name: 'buildkitd', emptyDir: {} }];
+  return { container, volumes };
+}
+
 export function buildJobManifest(input: BuildInput) {
   const { app, commit, ref, images, defaults = {} } = input;
   const build = app.spec.build;
   const git = app.spec.source?.git;
   const repository = imageRepository(app, defaults);
   if (!build || !git || !repository) throw new Error('buildJobManifest needs spec.source, spec.build and a repository');
-  const name = buildJobName(app, commit, defaults);
   const image = `${repository}:${commit}`;
-  const pushSecret = pushSecretName(app, defaults);
   const labels = {
     [LABEL_APP]: app.metadata.name,
     [LABEL_BUILD]: commit.slice(0, 12),
@@ -81,105 +200,28 @@ export function buildJobManifest(input: BuildInput) {
     [LABEL_BUILD_SPEC]: buildSpecHash(app, defaults),
     [LABEL_MANAGED_BY]: MANAGED_BY,
   };
-  const volumes: object[] = [];
-  const mounts: object[] = [];
-  const gitSecret = git.secretRef?.name;
-  const keys = new Set(input.gitSecretKeys ?? []);
-  // The description of the build, for `kubectl describe` and the build script; no secret here.
-  const describe = [
-    { name: 'TEAL_COMMIT', value: commit },
-    { name: 'TEAL_IMAGE', value: image },
-    { name: 'TEAL_DOCKERFILE', value: build.dockerfile },
-  ];
-  let container: object;
-  if (build.engine === 'kaniko') {
-    if (pushSecret) {
-      volumes.push({
-        name: 'registry',
-        secret: { secretName: pushSecret, items: [{ key: '.dockerconfigjson', path: 'config.json' }] },
-      });
-      mounts.push({ name: 'registry', mountPath: '/kaniko/.docker', readOnly: true });
-    }
-    container = {
-      name: 'build',
-      image: images.kaniko,
-      args: [
-        `--context=${kanikoContext(git.url, ref, commit)}`,
-        `--context-sub-path=${git.path}`,
-        `--dockerfile=${build.dockerfile}`,
-        `--destination=${image}`,
-        '--digest-file=/dev/termination-log',
-      ],
-      env: [
-        ...describe,
-        ...(gitSecret
-          ? [secretEnv('GIT_USERNAME', gitSecret, 'username'), secretEnv('GIT_PASSWORD', gitSecret, 'password')]
-          : []),
-      ],
-      volumeMounts: mounts,
-      terminationMessagePolicy: 'FallbackToLogsOnError',
-    };
-  } else {
-    if (pushSecret) {
-      volumes.push({
-        name: 'registry',
-        secret: { secretName: pushSecret, items: [{ key: '.dockerconfigjson', path: 'config.json' }] },
-      });
-      mounts.push({ name: 'registry', mountPath: '/home/user/.docker', readOnly: true });
-    }
-    const sshKey = gitSecret && keys.has('identity');
-    if (sshKey) {
-      volumes.push({
-        name: 'git-ssh',
-        secret: {
-          secretName: gitSecret,
-          defaultMode: 0o400,
-          items: [
-            { key: 'identity', path: 'identity' },
-            { key: 'known_hosts', path: 'known_hosts' },
-          ],
-        },
-      });
-      mounts.push({ name: 'git-ssh', mountPath: '/home/user/.ssh', readOnly: true });
-    }
-    // A fixed script: every value comes from the environment, quoted, so nothing user-given is parsed by the shell.
-    const script = [
-      'set -eu',
-      'set -- --frontend dockerfile.v0 --opt "context=$TEAL_CONTEXT" --opt "filename=$TEAL_DOCKERFILE"',
-      'set -- "$@" --output "type=image,name=$TEAL_IMAGE,push=true" --metadata-file /tmp/metadata.json',
-      // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion, not a template
-      '[ -n "${GIT_AUTH_TOKEN:-}" ] && set -- "$@" --secret "id=GIT_AUTH_TOKEN,env=GIT_AUTH_TOKEN"',
-      '[ -f /home/user/.ssh/identity ] && set -- "$@" --ssh default=/home/user/.ssh/identity',
-      'buildctl-daemonless.sh build "$@"',
-      `sed -n 's/.*"containerimage.digest": *"\\(sha256:[0-9a-f]*\\)".*/\\1/p' /tmp/metadata.json > /dev/termination-log`,
-    ].join('\n');
-    container = {
-      name: 'build',
-      image: images.buildkit,
-      command: ['sh', '-c', script],
-      env: [
-        ...describe,
-        { name: 'TEAL_CONTEXT', value: buildkitContext(git.url, commit, git.path) },
-        { name: 'BUILDKITD_FLAGS', value: '--oci-worker-no-process-sandbox' },
-        { name: 'DOCKER_CONFIG', value: '/home/user/.docker' },
-        ...(gitSecret && !sshKey ? [secretEnv('GIT_AUTH_TOKEN', gitSecret, 'password')] : []),
-      ],
-      securityContext: {
-        runAsUser: 1000,
-        runAsGroup: 1000,
-        seccompProfile: { type: 'Unconfined' },
-        appArmorProfile: { type: 'Unconfined' },
-      },
-      volumeMounts: [...mounts, { name: 'buildkitd', mountPath: '/home/user/.local/share/buildkit' }],
-      terminationMessagePolicy: 'FallbackToLogsOnError',
-    };
-    volumes.push({ name: 'buildkitd', emptyDir: {} });
-  }
+  const kaniko = build.engine === 'kaniko';
+  const pod = (kaniko ? kanikoPod : buildkitPod)({
+    image,
+    engineImage: kaniko ? images.kaniko : images.buildkit,
+    git,
+    dockerfile: build.dockerfile,
+    ref,
+    commit,
+    pushSecret: pushSecretName(app, defaults),
+    gitSecret: git.secretRef?.name,
+    gitSecretKeys: new Set(input.gitSecretKeys ?? []),
+    describe: [
+      { name: 'TEAL_COMMIT', value: commit },
+      { name: 'TEAL_IMAGE', value: image },
+      { name: 'TEAL_DOCKERFILE', value: build.dockerfile },
+    ],
+  });
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
     metadata: {
-      name,
+      name: buildJobName(app, commit, defaults),
       namespace: app.metadata.namespace,
       labels,
       annotations: { [ANN_TARGET_IMAGE]: image, 'teal.dev/ref': ref },
@@ -194,8 +236,8 @@ export function buildJobManifest(input: BuildInput) {
           restartPolicy: 'Never',
           automountServiceAccountToken: false,
           enableServiceLinks: false,
-          containers: [container],
-          volumes,
+          containers: [pod.container],
+          volumes: pod.volumes,
         },
       },
     },
