@@ -112,6 +112,82 @@ function withNewline(text: string): string {
   return text.endsWith('\n') ? text : `${text}\n`;
 }
 
+/** What a git invocation's authentication adds up to: its environment, the simple-git unsafe flags, the values to mask. */
+interface AuthParts {
+  env: Record<string, string>;
+  unsafe: UnsafeFlags;
+  secrets: string[];
+}
+
+/** The environment every invocation starts from, with nothing of the operator's own git or ssh setup. */
+function baseEnv(dir: string, url: GitUrl): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const key of PASS_THROUGH) {
+    const value = process.env[key];
+    if (value !== undefined) env[key] = value;
+  }
+  // HOME points at the empty private dir and GIT_CONFIG_NOSYSTEM drops
+  // /etc/gitconfig: no ambient config, credential helper or insteadOf applies.
+  return Object.assign(env, {
+    HOME: dir,
+    LC_ALL: 'C', // error classification reads git's English messages
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_ASKPASS: '', // empty, not unset: stops git falling back to SSH_ASKPASS or core.askPass
+    GIT_ALLOW_PROTOCOL: url.protocol, // no ext::, and no redirect from https to http
+  });
+}
+
+/** https: a Basic or Bearer header scoped to the URL's origin, and a private CA. */
+async function httpsAuth(dir: string, url: GitUrl, creds: GitCredentials, parts: AuthParts): Promise<void> {
+  const { env, secrets } = parts;
+  let header: string | undefined;
+  if (creds.username !== undefined && creds.password !== undefined) {
+    const basic = Buffer.from(`${creds.username}:${creds.password}`).toString('base64');
+    header = `Authorization: Basic ${basic}`;
+    secrets.push(creds.password, basic, encodeURIComponent(creds.password));
+  } else if (creds.bearerToken !== undefined) {
+    header = `Authorization: Bearer ${creds.bearerToken}`;
+    secrets.push(creds.bearerToken);
+  }
+  if (header !== undefined) {
+    // Scoped to this origin, so the header is never sent to another host.
+    env.GIT_CONFIG_COUNT = '1';
+    env.GIT_CONFIG_KEY_0 = `http.${urlOrigin(url)}/.extraHeader`;
+    env.GIT_CONFIG_VALUE_0 = header;
+    secrets.push(header);
+    parts.unsafe.allowUnsafeConfigEnvCount = true;
+  }
+  if (creds.caCert !== undefined) {
+    const caFile = join(dir, 'ca.crt');
+    await writeFile(caFile, withNewline(creds.caCert), { mode: 0o600, flag: 'wx' });
+    env.GIT_SSL_CAINFO = caFile;
+  }
+}
+
+/** ssh: the App's key and known_hosts only, with strict host key checking. */
+async function sshAuth(dir: string, creds: GitCredentials, parts: AuthParts): Promise<void> {
+  // -F /dev/null and IdentityAgent=none: the operator's own ssh config,
+  // keys and agent never answer for an App.
+  const ssh = ['ssh', '-F', '/dev/null', '-o', 'BatchMode=yes', '-o', 'IdentitiesOnly=yes', '-o', 'IdentityAgent=none'];
+  if (creds.identity !== undefined) {
+    const keyFile = join(dir, 'identity');
+    await writeFile(keyFile, withNewline(creds.identity), { mode: 0o600, flag: 'wx' });
+    ssh.push('-i', keyFile);
+    parts.secrets.push(creds.identity);
+  } else {
+    ssh.push('-o', 'IdentityFile=none');
+  }
+  ssh.push('-o', 'StrictHostKeyChecking=yes');
+  if (creds.knownHosts !== undefined) {
+    const knownHosts = join(dir, 'known_hosts');
+    await writeFile(knownHosts, withNewline(creds.knownHosts), { mode: 0o600, flag: 'wx' });
+    ssh.push('-o', `UserKnownHostsFile=${knownHosts}`, '-o', 'GlobalKnownHostsFile=/dev/null');
+  }
+  parts.env.GIT_SSH_COMMAND = ssh.map((arg) => (/^[\w./=,:-]+$/.test(arg) ? arg : shellQuote(arg))).join(' ');
+  parts.unsafe.allowUnsafeSshCommand = true;
+}
+
 /**
  * Builds the environment for one git invocation against `url`. Only the
  * credentials the URL's protocol uses are applied (https: token or CA; ssh:
@@ -134,79 +210,10 @@ export async function prepareGitAuth(
     await rm(dir, { recursive: true, force: true });
   };
   try {
-    const env: Record<string, string> = {};
-    for (const key of PASS_THROUGH) {
-      const value = process.env[key];
-      if (value !== undefined) env[key] = value;
-    }
-    // HOME points at the empty private dir and GIT_CONFIG_NOSYSTEM drops
-    // /etc/gitconfig: no ambient config, credential helper or insteadOf applies.
-    Object.assign(env, {
-      HOME: dir,
-      LC_ALL: 'C', // error classification reads git's English messages
-      GIT_CONFIG_NOSYSTEM: '1',
-      GIT_TERMINAL_PROMPT: '0',
-      GIT_ASKPASS: '', // empty, not unset: stops git falling back to SSH_ASKPASS or core.askPass
-      GIT_ALLOW_PROTOCOL: url.protocol, // no ext::, and no redirect from https to http
-    });
-    const unsafe: UnsafeFlags = { allowUnsafeAskPass: true };
-    const secrets: string[] = [];
-
-    if (url.protocol === 'https') {
-      let header: string | undefined;
-      if (creds.username !== undefined && creds.password !== undefined) {
-        const basic = Buffer.from(`${creds.username}:${creds.password}`).toString('base64');
-        header = `Authorization: Basic ${basic}`;
-        secrets.push(creds.password, basic, encodeURIComponent(creds.password));
-      } else if (creds.bearerToken !== undefined) {
-        header = `Authorization: Bearer ${creds.bearerToken}`;
-        secrets.push(creds.bearerToken);
-      }
-      if (header !== undefined) {
-        // Scoped to this origin, so the header is never sent to another host.
-        env.GIT_CONFIG_COUNT = '1';
-        env.GIT_CONFIG_KEY_0 = `http.${urlOrigin(url)}/.extraHeader`;
-        env.GIT_CONFIG_VALUE_0 = header;
-        secrets.push(header);
-        unsafe.allowUnsafeConfigEnvCount = true;
-      }
-      if (creds.caCert !== undefined) {
-        const caFile = join(dir, 'ca.crt');
-        await writeFile(caFile, withNewline(creds.caCert), { mode: 0o600, flag: 'wx' });
-        env.GIT_SSL_CAINFO = caFile;
-      }
-    } else if (url.protocol === 'ssh') {
-      // -F /dev/null and IdentityAgent=none: the operator's own ssh config,
-      // keys and agent never answer for an App.
-      const ssh = [
-        'ssh',
-        '-F',
-        '/dev/null',
-        '-o',
-        'BatchMode=yes',
-        '-o',
-        'IdentitiesOnly=yes',
-        '-o',
-        'IdentityAgent=none',
-      ];
-      if (creds.identity !== undefined) {
-        const keyFile = join(dir, 'identity');
-        await writeFile(keyFile, withNewline(creds.identity), { mode: 0o600, flag: 'wx' });
-        ssh.push('-i', keyFile);
-        secrets.push(creds.identity);
-      } else {
-        ssh.push('-o', 'IdentityFile=none');
-      }
-      ssh.push('-o', 'StrictHostKeyChecking=yes');
-      if (creds.knownHosts !== undefined) {
-        const knownHosts = join(dir, 'known_hosts');
-        await writeFile(knownHosts, withNewline(creds.knownHosts), { mode: 0o600, flag: 'wx' });
-        ssh.push('-o', `UserKnownHostsFile=${knownHosts}`, '-o', 'GlobalKnownHostsFile=/dev/null');
-      }
-      env.GIT_SSH_COMMAND = ssh.map((arg) => (/^[\w./=,:-]+$/.test(arg) ? arg : shellQuote(arg))).join(' ');
-      unsafe.allowUnsafeSshCommand = true;
-    }
-
+    const parts: AuthParts = { env: baseEnv(dir, url), unsafe: { allowUnsafeAskPass: true }, secrets: [] };
+    if (url.protocol === 'https') await httpsAuth(dir, url, creds, parts);
+    else if (url.protocol === 'ssh') await sshAuth(dir, creds, parts);
+    const { env, unsafe, secrets } = parts;
     const allowEnvironment = Object.keys(env).filter((key) => key.startsWith('GIT_'));
     return { dir, env, allowEnvironment, unsafe, secrets, dispose, [Symbol.asyncDispose]: dispose };
   } catch (err) {
