@@ -191,9 +191,8 @@ function positiveInt(value: string | undefined, flag: string, cmd: string): numb
   return Number(value);
 }
 
-export function parse(argv: readonly string[]): Parsed {
-  // The command is the first word that is not a flag or a flag's value.
-  let index = -1;
+/** Where the command is: the first word that is not a flag or a flag's value; -1 when there is none. */
+function commandIndex(argv: readonly string[]): number {
   for (let i = 0; i < argv.length; i += 1) {
     const arg = argv[i] ?? '';
     if (arg === '--') break;
@@ -201,47 +200,44 @@ export function parse(argv: readonly string[]): Parsed {
       if (VALUE_FLAGS.has(arg)) i += 1;
       continue;
     }
-    index = i;
-    break;
+    return i;
   }
-  const rest = [...argv];
-  const name = index >= 0 ? (rest.splice(index, 1)[0] ?? '') : undefined;
+  return -1;
+}
+
+/** No command, or `help [COMMAND]`. */
+function helpRequest(name: string | undefined, rest: readonly string[]): Parsed {
   if (name === undefined) {
     if (rest.length === 0 || rest.some((a) => a === '-h' || a === '--help'))
       return { kind: 'help', command: undefined };
     throw new UsageError(`no command given (flags: ${rest.join(' ')})`);
   }
-  if (name === 'help') {
-    const about = rest.find((a) => !a.startsWith('-'));
-    if (about === undefined) return { kind: 'help', command: undefined };
-    const spec = findCommand(about);
-    if (!spec) throw new UsageError(`unknown command "${about}"`);
-    return { kind: 'help', command: spec };
-  }
-  const spec = findCommand(name);
-  if (!spec) throw new UsageError(`unknown command "${name}"`);
+  const about = rest.find((a) => !a.startsWith('-'));
+  if (about === undefined) return { kind: 'help', command: undefined };
+  const spec = findCommand(about);
+  if (!spec) throw new UsageError(`unknown command "${about}"`);
+  return { kind: 'help', command: spec };
+}
 
+type Values = Record<string, string | boolean | (string | boolean)[] | undefined>;
+
+/** The command's flags and positionals, as node:util's parseArgs reads them. */
+function readFlags(spec: CommandSpec, rest: string[]): { values: Values; positionals: string[] } {
   const options: ParseArgsOptionsConfig = {};
   for (const [flag, f] of Object.entries(spec.flags)) {
     options[flag] = f.short ? { type: f.type, short: f.short } : { type: f.type };
   }
-  let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
-  let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({ args: rest, options, allowPositionals: true, strict: true }));
+    return parseArgs({ args: rest, options, allowPositionals: true, strict: true });
   } catch (err) {
     // parseArgs explains unknown flags and missing values well; keep its words, drop its code.
     const message = err instanceof Error ? err.message.replace(/\. To specify a positional.*$/s, '') : String(err);
     throw new UsageError(message, spec.name);
   }
-  const str = (key: string): string | undefined => {
-    const v = values[key];
-    return typeof v === 'string' ? v : undefined;
-  };
-  const bool = (key: string): boolean => values[key] === true;
+}
 
-  if (bool('help')) return { kind: 'help', command: spec };
-
+/** Refuses the wrong number of arguments, and `set` anything but `image`. */
+function checkPositionals(spec: CommandSpec, positionals: readonly string[]): void {
   if (positionals.length !== spec.args.length) {
     const missing = spec.args.slice(positionals.length);
     throw new UsageError(
@@ -254,31 +250,49 @@ export function parse(argv: readonly string[]): Parsed {
   if (spec.name === 'set' && positionals[0] !== 'image') {
     throw new UsageError(`"set ${positionals[0] ?? ''}" is not a command: only "set image APP IMAGE"`, spec.name);
   }
+}
+
+/** The flags every command reads, typed and checked. */
+function flagsOf(spec: CommandSpec, values: Values): Flags {
+  const str = (key: string): string | undefined => {
+    const v = values[key];
+    return typeof v === 'string' ? v : undefined;
+  };
+  const bool = (key: string): boolean => values[key] === true;
   const output = str('output');
   if (output !== undefined && !(FORMATS as readonly string[]).includes(output)) {
     throw new UsageError(`-o must be json or yaml, not "${output}"`, spec.name);
   }
   return {
-    kind: 'run',
-    command: spec,
-    args: spec.name === 'set' ? positionals.slice(1) : positionals,
-    flags: {
-      namespace: str('namespace'),
-      allNamespaces: bool('all-namespaces'),
-      context: str('context'),
-      kubeconfig: str('kubeconfig'),
-      output: output as Format | undefined,
-      help: false,
-      watch: bool('watch'),
-      full: bool('full'),
-      revision: positiveInt(str('revision'), 'revision', spec.name),
-      toRevision: positiveInt(str('to-revision'), 'to-revision', spec.name),
-      preview: bool('preview'),
-      timeout: str('timeout'),
-      follow: bool('follow'),
-      commit: str('commit'),
-    },
+    namespace: str('namespace'),
+    allNamespaces: bool('all-namespaces'),
+    context: str('context'),
+    kubeconfig: str('kubeconfig'),
+    output: output as Format | undefined,
+    help: false,
+    watch: bool('watch'),
+    full: bool('full'),
+    revision: positiveInt(str('revision'), 'revision', spec.name),
+    toRevision: positiveInt(str('to-revision'), 'to-revision', spec.name),
+    preview: bool('preview'),
+    timeout: str('timeout'),
+    follow: bool('follow'),
+    commit: str('commit'),
   };
+}
+
+export function parse(argv: readonly string[]): Parsed {
+  const index = commandIndex(argv);
+  const rest = [...argv];
+  const name = index >= 0 ? (rest.splice(index, 1)[0] ?? '') : undefined;
+  if (name === undefined || name === 'help') return helpRequest(name, rest);
+  const spec = findCommand(name);
+  if (!spec) throw new UsageError(`unknown command "${name}"`);
+  const { values, positionals } = readFlags(spec, rest);
+  if (values.help === true) return { kind: 'help', command: spec };
+  checkPositionals(spec, positionals);
+  const flags = flagsOf(spec, values);
+  return { kind: 'run', command: spec, args: spec.name === 'set' ? positionals.slice(1) : positionals, flags };
 }
 
 function flagLines(flags: Record<string, Flag>): string[] {

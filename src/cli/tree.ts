@@ -130,14 +130,11 @@ function jobPhase(job: V1Job): string {
 const byAge = (a: PodView, b: PodView) =>
   (a.createdAt ?? '').localeCompare(b.createdAt ?? '') || a.name.localeCompare(b.name);
 
-export function appView(
-  app: AppObject,
+/** A revision per ReplicaSet; then the ones status marks, whose ReplicaSet may be gone. */
+function revisionViews(
   replicaSets: V1ReplicaSet[],
-  pods: V1Pod[],
-  jobs: V1Job[],
-  hidden: readonly string[] = [],
-): AppView {
-  const status = app.status ?? {};
+  status: NonNullable<AppObject['status']>,
+): Map<string, RevisionView> {
   const revisions = new Map<string, RevisionView>();
   for (const rs of replicaSets) {
     const hash = rs.metadata?.labels?.[LABEL_HASH];
@@ -153,7 +150,6 @@ export function appView(
       pods: [],
     });
   }
-  // Marks come from status; a revision it names whose ReplicaSet is gone still shows.
   for (const mark of ['stable', 'active', 'preview'] as const) {
     const r = status[mark];
     if (!r) continue;
@@ -172,27 +168,48 @@ export function appView(
     }
     view.marks.push(mark);
   }
-  const jobName = status.build?.job;
-  const job = jobs.find((j) => j.metadata?.name === jobName);
-  const build: BuildView | undefined = status.build
-    ? {
-        job: status.build.job,
-        commit: status.build.commit,
-        phase: status.build.phase,
-        ...(status.build.message ? { message: status.build.message } : {}),
-        createdAt: iso(job?.metadata?.creationTimestamp) ?? status.build.startedAt,
-        pods: [],
-      }
-    : undefined;
+  return revisions;
+}
+
+/** The current build from status, dated by its Job when that is still there. */
+function buildView(status: NonNullable<AppObject['status']>, jobs: V1Job[]): BuildView | undefined {
+  const build = status.build;
+  if (!build) return undefined;
+  const job = jobs.find((j) => j.metadata?.name === build.job);
+  return {
+    job: build.job,
+    commit: build.commit,
+    // Status not written yet: the Job says how far it got.
+    phase: build.phase || (job ? jobPhase(job) : build.phase),
+    ...(build.message ? { message: build.message } : {}),
+    createdAt: iso(job?.metadata?.creationTimestamp) ?? build.startedAt,
+    pods: [],
+  };
+}
+
+/** Each pod under its revision (by hash) or under the build (by Job), oldest first. */
+function placePods(pods: V1Pod[], revisions: Map<string, RevisionView>, build: BuildView | undefined): void {
   for (const pod of pods) {
     const hash = pod.metadata?.labels?.[LABEL_HASH];
     const jobOf = pod.metadata?.labels?.['batch.kubernetes.io/job-name'] ?? pod.metadata?.labels?.['job-name'];
     if (hash) revisions.get(hash)?.pods.push(podView(pod));
     else if (build && jobOf === build.job) build.pods.push(podView(pod));
   }
-  if (build && !status.build?.phase && job) build.phase = jobPhase(job);
   for (const view of revisions.values()) view.pods.sort(byAge);
   build?.pods.sort(byAge);
+}
+
+export function appView(
+  app: AppObject,
+  replicaSets: V1ReplicaSet[],
+  pods: V1Pod[],
+  jobs: V1Job[],
+  hidden: readonly string[] = [],
+): AppView {
+  const status = app.status ?? {};
+  const revisions = revisionViews(replicaSets, status);
+  const build = buildView(status, jobs);
+  placePods(pods, revisions, build);
   const git = app.spec.source?.git;
   return {
     name: app.metadata.name,
