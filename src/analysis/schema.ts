@@ -10,6 +10,7 @@
 // rather than CEL regexes: one CEL regex per array item blows the CRD cost budget.
 import { z } from 'zod';
 import { DURATION_PATTERN } from '../app/duration.ts';
+import { ObjectMetaSchema } from '../app/object-meta.ts';
 import { DNS1123_LABEL, DNS1123_SUBDOMAIN } from '../app/patterns.ts';
 import { type Rule, withRules } from '../app/rules.ts';
 import { JSON_PATH_PATTERN } from './jsonpath.ts';
@@ -23,7 +24,6 @@ export const TEMPLATE_API_VERSION = 'teal.dev/v1alpha1';
  */
 export const TEMPLATE_KIND = 'AnalysisTemplate';
 export const TEMPLATE_PLURAL = 'analysistemplates';
-export const TEMPLATE_RESOURCE = `${TEMPLATE_PLURAL}.teal.dev`;
 
 /** Checks in one run, counting templates and inline ones: status holds a result for each. */
 export const MAX_CHECKS = 20;
@@ -390,21 +390,10 @@ export const AnalysisTemplateSpecSchema = z.strictObject({
   metrics: checks(1),
 });
 
-export const TemplateMetaSchema = z.looseObject({
-  name: z.string(),
-  namespace: z.string().optional(),
-  uid: z.string().optional(),
-  generation: z.int().optional(),
-  resourceVersion: z.string().optional(),
-  creationTimestamp: z.union([z.string(), z.date()]).optional(),
-  labels: z.record(z.string(), z.string()).optional(),
-  annotations: z.record(z.string(), z.string()).optional(),
-});
-
 export const AnalysisTemplateSchema = z.object({
   apiVersion: z.literal(TEMPLATE_API_VERSION),
   kind: z.literal(TEMPLATE_KIND),
-  metadata: TemplateMetaSchema,
+  metadata: ObjectMetaSchema,
   spec: AnalysisTemplateSpecSchema,
 });
 

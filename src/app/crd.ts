@@ -2,7 +2,7 @@
 // manifests script writes the result to config/crd.
 import { z } from 'zod';
 import { celRule } from './rules.ts';
-import { APP_RESOURCE, AppSpecSchema, AppStatusSchema, appNameRules, GROUP, KIND, PLURAL, VERSION } from './schema.ts';
+import { AppSpecSchema, AppStatusSchema, appNameRules, GROUP, KIND, PLURAL, VERSION } from './schema.ts';
 
 type JsonSchema = { [key: string]: unknown };
 
@@ -99,68 +99,96 @@ export function schemaOf(s: z.ZodType): JsonSchema {
   return toStructural(json);
 }
 
-const column = (name: string, jsonPath: string, type = 'string', extra: JsonSchema = {}) => ({
+export const column = (name: string, jsonPath: string, type = 'string', extra: JsonSchema = {}) => ({
   name,
   type,
   jsonPath,
   ...extra,
 });
 
-export function buildCrd(): JsonSchema {
+/** One of Teal's resources, as its CRD needs it described. */
+export interface ResourceDefinition {
+  kind: string;
+  plural: string;
+  singular: string;
+  description: string;
+  spec: z.ZodType;
+  status?: z.ZodType;
+  subresources?: JsonSchema;
+  columns: JsonSchema[];
+  validations?: JsonSchema[];
+}
+
+/** The CRD of a namespaced resource in teal.dev/v1alpha1, its schema generated from zod. */
+export function crdFor(r: ResourceDefinition): JsonSchema {
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
-    metadata: { name: APP_RESOURCE },
+    metadata: { name: `${r.plural}.${GROUP}` },
     spec: {
       group: GROUP,
-      names: { kind: KIND, listKind: `${KIND}List`, plural: PLURAL, singular: 'app', categories: ['teal'] },
+      names: { kind: r.kind, listKind: `${r.kind}List`, plural: r.plural, singular: r.singular, categories: ['teal'] },
       scope: 'Namespaced',
       versions: [
         {
           name: VERSION,
           served: true,
           storage: true,
-          subresources: {
-            status: {},
-            // kubectl scale and an HPA write spec.replicas here. The Scale's status
-            // counts the pods its selector matches, the active revision's, as Argo
-            // Rollouts does (src/rollout/counts.ts says why not all pods).
-            scale: {
-              specReplicasPath: '.spec.replicas',
-              statusReplicasPath: '.status.HPAReplicas',
-              labelSelectorPath: '.status.selector',
-            },
-          },
-          additionalPrinterColumns: [
-            column('Phase', '.status.phase'),
-            column('Active', '.status.active.revision', 'integer'),
-            column('Preview', '.status.preview.revision', 'integer'),
-            column('Commit', '.status.source.shortCommit'),
-            // With -o wide, the counts of a Deployment or an Argo Rollout.
-            column('Desired', '.spec.replicas', 'integer', { priority: 1 }),
-            column('Current', '.status.replicas', 'integer', { priority: 1 }),
-            column('Up-to-date', '.status.updatedReplicas', 'integer', { priority: 1 }),
-            column('Available', '.status.availableReplicas', 'integer', { priority: 1 }),
-            column('Age', '.metadata.creationTimestamp', 'date'),
-            column('Message', '.status.message', 'string', { priority: 1 }),
-          ],
+          ...(r.subresources ? { subresources: r.subresources } : {}),
+          additionalPrinterColumns: r.columns,
           schema: {
             openAPIV3Schema: {
-              description: 'An App follows a git branch (or names a ready image) and releases it blue/green.',
+              description: r.description,
               type: 'object',
               required: ['spec'],
               properties: {
                 apiVersion: { type: 'string' },
                 kind: { type: 'string' },
                 metadata: { type: 'object' },
-                spec: schemaOf(AppSpecSchema),
-                status: schemaOf(AppStatusSchema),
+                spec: schemaOf(r.spec),
+                ...(r.status ? { status: schemaOf(r.status) } : {}),
               },
-              'x-kubernetes-validations': appNameRules.map(celRule),
+              ...(r.validations ? { 'x-kubernetes-validations': r.validations } : {}),
             },
           },
         },
       ],
     },
   };
+}
+
+export function buildCrd(): JsonSchema {
+  return crdFor({
+    kind: KIND,
+    plural: PLURAL,
+    singular: 'app',
+    description: 'An App follows a git branch (or names a ready image) and releases it blue/green.',
+    spec: AppSpecSchema,
+    status: AppStatusSchema,
+    subresources: {
+      status: {},
+      // kubectl scale and an HPA write spec.replicas here. The Scale's status
+      // counts the pods its selector matches, the active revision's, as Argo
+      // Rollouts does (src/rollout/counts.ts says why not all pods).
+      scale: {
+        specReplicasPath: '.spec.replicas',
+        statusReplicasPath: '.status.HPAReplicas',
+        labelSelectorPath: '.status.selector',
+      },
+    },
+    columns: [
+      column('Phase', '.status.phase'),
+      column('Active', '.status.active.revision', 'integer'),
+      column('Preview', '.status.preview.revision', 'integer'),
+      column('Commit', '.status.source.shortCommit'),
+      // With -o wide, the counts of a Deployment or an Argo Rollout.
+      column('Desired', '.spec.replicas', 'integer', { priority: 1 }),
+      column('Current', '.status.replicas', 'integer', { priority: 1 }),
+      column('Up-to-date', '.status.updatedReplicas', 'integer', { priority: 1 }),
+      column('Available', '.status.availableReplicas', 'integer', { priority: 1 }),
+      column('Age', '.metadata.creationTimestamp', 'date'),
+      column('Message', '.status.message', 'string', { priority: 1 }),
+    ],
+    validations: appNameRules.map(celRule),
+  });
 }

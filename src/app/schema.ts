@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { DURATION_PATTERN } from './duration.ts';
 import { ACTIONS, type Action } from './intents.ts';
+import { ObjectMetaSchema } from './object-meta.ts';
 import {
   COMMIT_SHA,
   DNS1035_LABEL,
@@ -365,19 +366,6 @@ export const appNameRules: Rule<{
     test: (a) => a.metadata.name.length <= 55 || a.spec?.strategy?.blueGreen?.previewService !== undefined,
   },
 ];
-
-export const ObjectMetaSchema = z.looseObject({
-  name: z.string(),
-  namespace: z.string().optional(),
-  uid: z.string().optional(),
-  generation: z.int().optional(),
-  resourceVersion: z.string().optional(),
-  creationTimestamp: z.union([z.string(), z.date()]).optional(),
-  deletionTimestamp: z.union([z.string(), z.date()]).optional(),
-  labels: z.record(z.string(), z.string()).optional(),
-  annotations: z.record(z.string(), z.string()).optional(),
-  finalizers: z.array(z.string()).optional(),
-});
 
 export const AppSchema = withRules(
   z.object({
