@@ -2,8 +2,8 @@
 // executor that restarts mid-measurement (kill -9, leader handover) finds the
 // Job it created and adopts it instead of starting a second (run.ts, rule 2).
 // Pure: the executor creates, reads and deletes the Jobs.
-import { createHash } from 'node:crypto';
 import { API_VERSION, KIND } from '../app/schema.ts';
+import { jobNamePrefix, sha } from '../build/job.ts';
 import { LABEL_APP, LABEL_MANAGED_BY, MANAGED_BY } from '../rollout/labels.ts';
 import type { OwnerReference } from '../rollout/owner.ts';
 import { bounded, type MeasurementResult } from './measurement.ts';
@@ -33,8 +33,6 @@ export interface AnalysisJobInput {
   env: readonly { name: string; value: string }[];
 }
 
-const sha = (text: string) => createHash('sha256').update(text).digest('hex');
-
 const LABEL_VALUE = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 
 /**
@@ -44,8 +42,7 @@ const LABEL_VALUE = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
  * as build Job names shorten it.
  */
 export function analysisJobName(appName: string, key: string): string {
-  const prefix = appName.length <= 40 ? appName : `${appName.slice(0, 33)}-${sha(appName).slice(0, 6)}`;
-  return `${prefix}-analysis-${sha(key).slice(0, 12)}`;
+  return `${jobNamePrefix(appName)}-analysis-${sha(key).slice(0, 12)}`;
 }
 
 /** The run id out of a key: check names hold no "/", so the run id is all before the last two. */

@@ -29,8 +29,6 @@ export interface BuildInput {
   defaults?: BuildDefaults;
 }
 
-const sha = (text: string) => createHash('sha256').update(text).digest('hex');
-
 /** The engine, Dockerfile, context path and target: a commit built with other settings is another image. */
 export function buildSpecHash(app: App, defaults: BuildDefaults = {}): string {
   const build = app.spec.build;
@@ -44,10 +42,20 @@ export function buildSpecHash(app: App, defaults: BuildDefaults = {}): string {
  * a DNS-1123 label of at most 63 characters (Jobs label their pods with it).
  */
 export function buildJobName(app: App, commit: string, defaults: BuildDefaults = {}): string {
-  const name = app.metadata.name;
-  const prefix = name.length <= 40 ? name : `${name.slice(0, 33)}-${sha(name).slice(0, 6)}`;
-  return `${prefix}-build-${commit.slice(0, 10)}-${buildSpecHash(app, defaults)}`;
+  return `${jobNamePrefix(app.metadata.name)}-build-${commit.slice(0, 10)}-${buildSpecHash(app, defaults)}`;
 }
+
+/**
+ * The App's part of the name of a Job made for it (builds, analysis checks):
+ * the App name, or when long, its start and a hash, so the Job's name stays a
+ * 63-character label and two long App names do not collide.
+ */
+export function jobNamePrefix(appName: string): string {
+  return appName.length <= 40 ? appName : `${appName.slice(0, 33)}-${sha(appName).slice(0, 6)}`;
+}
+
+/** The hex SHA-256 of a text, for names derived from it. */
+export const sha = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** The git URL a build engine fetches, with the commit and the sub-directory. */
 function buildkitContext(url: string, commit: string, path: string): string {
