@@ -40,6 +40,7 @@ import {
   MAX_VALUE_LENGTH,
   MEASUREMENT_HISTORY_LIMIT,
   type MeasurementStatus,
+  providerOf,
   type RunPhase,
 } from './schema.ts';
 
@@ -84,6 +85,7 @@ export function startRun(id: string, checks: readonly Check[], nowMs: number): A
     startedAt: iso(nowMs),
     checks: checks.map((c) => ({
       name: c.name,
+      provider: providerOf(c),
       phase: 'Pending',
       taken: 0,
       count: 0,

@@ -446,8 +446,11 @@ export const MeasurementStatusSchema = z.strictObject({
   finishedAt: time.optional(),
 });
 
+export const PROVIDERS = ['job', 'web', 'prometheus'] as const;
+
 export const CheckStatusSchema = z.strictObject({
   name: z.string(),
+  provider: z.enum(PROVIDERS).optional().describe('Where its measurements come from.'),
   phase: z.enum(CHECK_PHASES),
   message: z.string().max(MAX_MESSAGE_LENGTH).optional().describe('Which limit decided the check.'),
   taken: z.int().min(0).describe('Measurements started, so the next one is taken + 1.'),
@@ -483,6 +486,13 @@ export type AnalysisInput = z.input<typeof AnalysisSchema>;
 export type MeasurementPhase = (typeof MEASUREMENT_PHASES)[number];
 export type CheckPhase = (typeof CHECK_PHASES)[number];
 export type RunPhase = (typeof RUN_PHASES)[number];
+export type Provider = (typeof PROVIDERS)[number];
+
+/** The provider a check measures with (the schema allows exactly one). */
+export function providerOf(check: Pick<Check, 'provider'>): Provider {
+  if (check.provider.job) return 'job';
+  return check.provider.web ? 'web' : 'prometheus';
+}
 export type MeasurementStatus = z.output<typeof MeasurementStatusSchema>;
 export type CheckStatus = z.output<typeof CheckStatusSchema>;
 export type AnalysisRunStatus = z.output<typeof AnalysisRunStatusSchema>;

@@ -27,8 +27,10 @@ export const IntentSchema = z.strictObject({
   at: z.string().refine((at) => rfc3339Time.parse(at) !== undefined, 'must be an RFC 3339 time'),
   /** promote: the revision the caller saw in preview. */
   revision: z.int().min(1).optional(),
-  /** promote: skip the remaining waits. */
+  /** promote: skip the remaining waits and the checks (Argo Rollouts' promote --full). */
   full: z.boolean().optional(),
+  /** promote: without waiting for prePromotionAnalysis to pass. */
+  skipChecks: z.boolean().optional(),
   /** undo: the revision to return to; default the previous stable one. */
   toRevision: z.int().min(1).optional(),
   /** undo: stage the revision as a preview instead of going active at once. */

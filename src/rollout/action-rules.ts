@@ -7,6 +7,7 @@
 // never refuses: the request is recorded, and the operator, which knows,
 // answers with its Event.
 import { z } from 'zod';
+import { RUN_PHASES, type RunPhase } from '../analysis/schema.ts';
 import type { Action } from '../app/intents.ts';
 
 export const UNKNOWN = 'unknown';
@@ -28,6 +29,20 @@ export interface ActionArgs {
   toRevision?: number | undefined;
   /** undo: stage the revision as a preview. */
   preview?: boolean | undefined;
+  /** promote: without waiting for the checks to pass. */
+  skipChecks?: boolean | undefined;
+}
+
+/**
+ * The checks a promotion waits for: prePromotionAnalysis on the revision in
+ * flight, or postPromotionAnalysis on the active revision before it is stable.
+ */
+export interface ChecksView {
+  stage: 'pre' | 'post';
+  revision: RevisionRef;
+  /** The run's phase; NotStarted while the preview is not yet available. */
+  phase: RunPhase | 'NotStarted';
+  message?: string | undefined;
 }
 
 /** The App as the rules need it. */
@@ -50,6 +65,8 @@ export interface ActionView {
   history: readonly number[];
   /** The App's ReplicaSets not being deleted. */
   replicaSets: readonly RevisionRef[] | Unknown;
+  /** undefined: no checks stand between the revision and promotion (none configured, or passed into stable). */
+  checks: ChecksView | undefined | Unknown;
 }
 
 export type RefusalCode =
@@ -69,7 +86,9 @@ export type RefusalCode =
   /** undo to the active revision with nothing on its way to drop. */
   | 'already-active'
   /** resume of an App paused by spec.paused only. */
-  | 'paused-by-spec';
+  | 'paused-by-spec'
+  /** promote before the checks passed, without --skip-checks. */
+  | 'checks-not-passed';
 
 export interface Refused {
   allowed: false;
@@ -128,9 +147,7 @@ export function actionVerdict(action: Action, args: ActionArgs, view: ActionView
     case 'abort':
       return abortVerdict(view);
     case 'retry':
-      return view.aborted
-        ? allow({ revision: view.aborted.revision })
-        : refuse('nothing-aborted', false, 'nothing is aborted to retry');
+      return retryVerdict(view);
     case 'undo':
       return undoVerdict(args, view);
     case 'pause':
@@ -143,6 +160,16 @@ export function actionVerdict(action: Action, args: ActionArgs, view: ActionView
 function promoteVerdict(args: ActionArgs, view: ActionView): Verdict {
   const flight = view.inFlight;
   if (flight === UNKNOWN) return allow(args.revision !== undefined ? { revision: args.revision } : {});
+  const post = postChecks(view);
+  if (!flight && post) {
+    if (args.revision !== undefined && args.revision !== post.revision.revision) {
+      return refuse('not-in-preview', true, `revision ${args.revision} is not the one being checked (revision ${post.revision.revision} is); nothing changed`, {
+        revision: args.revision,
+        inFlight: post.revision.revision,
+      });
+    }
+    return checksPassedOrSkipped(args, post) ?? allow({ revision: post.revision.revision });
+  }
   if (!flight) {
     return args.revision !== undefined
       ? refuse('nothing-in-flight', false, `revision ${args.revision} is not in preview: nothing is; nothing changed`, {
@@ -163,12 +190,49 @@ function promoteVerdict(args: ActionArgs, view: ActionView): Verdict {
       revision: flight.revision,
     });
   }
-  return allow({ revision: flight.revision });
+  const pre = view.checks !== UNKNOWN && view.checks?.stage === 'pre' && sameRevision(view.checks.revision, flight);
+  return (pre && checksPassedOrSkipped(args, view.checks as ChecksView)) || allow({ revision: flight.revision });
+}
+
+/** The post-promotion checks of the active revision, while they stand between it and stable. */
+function postChecks(view: ActionView): ChecksView | undefined {
+  const { checks } = view;
+  if (checks === UNKNOWN || checks?.stage !== 'post') return undefined;
+  return checks.phase === 'Successful' ? undefined : checks;
+}
+
+const CHECK_STATE: Record<ChecksView['phase'], string> = {
+  NotStarted: 'have not started (they start once the preview is available)',
+  Running: 'are running',
+  Successful: 'passed',
+  Failed: 'failed',
+  Error: 'could not be measured',
+  Inconclusive: 'were inconclusive (retry runs them again)',
+  Cancelled: 'were cancelled (retry runs them again)',
+};
+
+/**
+ * The one rule of a promotion over checks: only once they passed, or when the
+ * caller skips them (--skip-checks, or --full as Argo Rollouts' full promotion).
+ */
+function checksPassedOrSkipped(args: ActionArgs, checks: ChecksView): Refused | undefined {
+  if (checks.phase === 'Successful' || args.skipChecks || args.full) return undefined;
+  const which = checks.stage === 'pre' ? 'pre-promotion' : 'post-promotion';
+  const detail = checks.message ? `: ${checks.message}` : '';
+  return refuse(
+    'checks-not-passed',
+    true,
+    `the ${which} checks of revision ${checks.revision.revision} ${CHECK_STATE[checks.phase]}${detail}; promote --skip-checks to promote without them`,
+    { revision: checks.revision.revision },
+  );
 }
 
 function abortVerdict(view: ActionView): Verdict {
   const flight = view.inFlight;
   if (flight === UNKNOWN) return allow();
+  // Active but not yet stable: an abort switches back to the stable revision.
+  const post = postChecks(view);
+  if (!flight && post && !sameRevision(view.aborted, post.revision)) return allow({ revision: post.revision.revision });
   if (!flight) return refuse('nothing-in-flight', false, 'nothing is in progress to abort');
   if (sameRevision(view.aborted, flight)) {
     return refuse('already-aborted', false, `revision ${flight.revision} is aborted already`, {
@@ -222,6 +286,16 @@ function previousStable(view: ActionView): number | undefined | Unknown {
   return candidates.find((r) => kept.has(r));
 }
 
+/** retry: an aborted revision goes again, checks and all; inconclusive or cancelled checks run again. */
+function retryVerdict(view: ActionView): Verdict {
+  if (view.aborted) return allow({ revision: view.aborted.revision });
+  const { checks } = view;
+  if (checks !== UNKNOWN && (checks?.phase === 'Inconclusive' || checks?.phase === 'Cancelled')) {
+    return allow({ revision: checks.revision.revision });
+  }
+  return refuse('nothing-aborted', false, 'nothing is aborted to retry');
+}
+
 function resumeVerdict(view: ActionView): Verdict {
   if (!view.pausedByHand && view.specPaused) {
     return refuse('paused-by-spec', true, 'the App is paused by spec.paused, not by pause: set spec.paused to false');
@@ -234,6 +308,7 @@ function resumeVerdict(view: ActionView): Verdict {
 
 const opt = <T extends z.ZodType>(schema: T) => schema.optional().catch(undefined);
 const RefSchema = z.looseObject({ revision: z.int().min(1), podTemplateHash: z.string().optional() });
+const RunSchema = RefSchema.extend({ phase: z.enum(RUN_PHASES), message: z.string().optional() });
 // Lenient: a field that cannot be read counts as absent (the CRD's status schema makes that rare).
 const StatusSchema = z.looseObject({
   phase: opt(z.string()),
@@ -244,11 +319,23 @@ const StatusSchema = z.looseObject({
   promotion: opt(RefSchema),
   abort: opt(RefSchema),
   pin: opt(RefSchema),
+  stable: opt(RefSchema),
+  prePromotionAnalysis: opt(RunSchema),
+  postPromotionAnalysis: opt(RunSchema),
   pause: opt(z.looseObject({})),
   history: opt(z.array(z.looseObject({ revision: z.int().min(1) }))),
 });
 type ActionStatus = z.output<typeof StatusSchema>;
-const SpecSchema = z.looseObject({ paused: opt(z.boolean()) });
+const SpecSchema = z.looseObject({
+  paused: opt(z.boolean()),
+  strategy: opt(
+    z.looseObject({
+      blueGreen: opt(
+        z.looseObject({ prePromotionAnalysis: opt(z.looseObject({})), postPromotionAnalysis: opt(z.looseObject({})) }),
+      ),
+    }),
+  ),
+});
 
 const ref = (r: { revision: number; podTemplateHash?: string | undefined } | undefined): RevisionRef | undefined =>
   r ? { revision: r.revision, hash: r.podTemplateHash ?? '' } : undefined;
@@ -289,17 +376,63 @@ export function viewOfApp(
   const parsed = StatusSchema.safeParse(app.status ?? {});
   const status: ActionStatus = parsed.success ? parsed.data : {};
   const spec = SpecSchema.safeParse(app.spec ?? {});
+  const inFlight = inFlightFromStatus(status, app.metadata.generation);
+  const bg = spec.success ? spec.data.strategy?.blueGreen : undefined;
   return {
     deleting: app.metadata.deletionTimestamp !== undefined && app.metadata.deletionTimestamp !== null,
     specPaused: spec.success && spec.data.paused === true,
     pausedByHand: status.pause !== undefined,
     active: ref(status.active),
-    inFlight: inFlightFromStatus(status, app.metadata.generation),
+    inFlight,
     aborted: ref(status.abort),
+    checks:
+      inFlight === UNKNOWN
+        ? UNKNOWN
+        : checksView(
+            { pre: bg?.prePromotionAnalysis !== undefined, post: bg?.postPromotionAnalysis !== undefined },
+            status,
+            inFlight,
+          ),
     history: (status.history ?? []).map((h) => h.revision),
     replicaSets:
       replicaSets === UNKNOWN
         ? UNKNOWN
         : replicaSets.filter((rs) => !rs.deleting).map((rs) => ({ revision: rs.revision, hash: rs.hash })),
   };
+}
+
+/** What checksView reads of status: a run's revision, hash, phase and message. */
+interface ChecksStatus {
+  active?: { revision: number; podTemplateHash?: string | undefined } | undefined;
+  stable?: { revision: number; podTemplateHash?: string | undefined } | undefined;
+  prePromotionAnalysis?: { revision: number; podTemplateHash?: string | undefined; phase: RunPhase; message?: string | undefined } | undefined;
+  postPromotionAnalysis?: { revision: number; podTemplateHash?: string | undefined; phase: RunPhase; message?: string | undefined } | undefined;
+}
+
+/**
+ * The checks between a revision and promotion, for the planner and for callers
+ * reading status alike: the revision in flight's pre-promotion run, or, with
+ * nothing in flight, the post-promotion run of an active revision not yet stable.
+ */
+export function checksView(
+  configured: { pre: boolean; post: boolean },
+  status: ChecksStatus,
+  inFlight: RevisionRef | undefined,
+): ChecksView | undefined {
+  if (inFlight) {
+    if (!configured.pre) return undefined;
+    const run = status.prePromotionAnalysis;
+    const mine = run && sameRevision(ref(run), inFlight);
+    return {
+      stage: 'pre',
+      revision: inFlight,
+      phase: mine ? run.phase : 'NotStarted',
+      ...(mine && run.message ? { message: run.message } : {}),
+    };
+  }
+  const active = ref(status.active);
+  const run = status.postPromotionAnalysis;
+  if (!configured.post || !active || !run || sameRevision(ref(status.stable), active)) return undefined;
+  if (!sameRevision(ref(run), active)) return undefined;
+  return { stage: 'post', revision: active, phase: run.phase, ...(run.message ? { message: run.message } : {}) };
 }

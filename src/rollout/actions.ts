@@ -5,7 +5,7 @@
 // the cluster.
 import type { Intent } from '../app/intents.ts';
 import type { App, AppStatus } from '../app/schema.ts';
-import { type ActionView, actionVerdict, type Refused, type RevisionRef } from './action-rules.ts';
+import { type ActionView, actionVerdict, checksView, type Refused, type RevisionRef } from './action-rules.ts';
 import type { PlannerEvent } from './cluster-actions.ts';
 import { appendHistory, historyEntry } from './history.ts';
 import type { ObservedReplicaSet } from './observed.ts';
@@ -35,12 +35,19 @@ export function plannerView(ctx: ActionContext): ActionView {
     (status.active?.podTemplateHash === activeHash ? status.active?.revision : undefined) ??
     0;
   const active: RevisionRef | undefined = activeHash ? { revision: activeRevision, hash: activeHash } : undefined;
+  const inFlight = desired && desired.hash !== activeHash ? { revision: desired.number, hash: desired.hash } : undefined;
+  const bg = app.spec.strategy.blueGreen;
   return {
     deleting: app.metadata.deletionTimestamp !== undefined && app.metadata.deletionTimestamp !== null,
     specPaused: app.spec.paused === true,
     pausedByHand: status.pause !== undefined,
     active,
-    inFlight: desired && desired.hash !== activeHash ? { revision: desired.number, hash: desired.hash } : undefined,
+    inFlight,
+    checks: checksView(
+      { pre: bg.prePromotionAnalysis !== undefined, post: bg.postPromotionAnalysis !== undefined },
+      status,
+      inFlight,
+    ),
     aborted: status.abort ? { revision: status.abort.revision, hash: status.abort.podTemplateHash } : undefined,
     history: (status.history ?? []).map((h) => h.revision),
     replicaSets: replicaSets.map((rs) => ({ revision: rs.revision, hash: rs.hash })),

@@ -56,6 +56,8 @@ function refusal(app: AppObject, action: Action, refused: Refused): CliError {
       );
     case 'already-active':
       return new CliError(`revision ${refused.revision} is already active in ${label(app)}`);
+    case 'checks-not-passed':
+      return new CliError(`${label(app)}: ${refused.reason}`);
     case 'paused-by-spec':
       return new CliError(
         `${label(app)} is paused by spec.paused: set it to false (kubectl patch apps.teal.dev ${name} --type merge -p '{"spec":{"paused":false}}')`,
