@@ -1,7 +1,8 @@
-// `make manifests`: the CRD from the zod schema, into config/crd and the chart's
+// `make manifests`: the CRDs from the zod schemas, into config/crd and the chart's
 // crds/, and the chart's values.schema.json.
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { renderTemplateCrd } from '../src/analysis/crd-yaml.ts';
 import { renderCrd } from '../src/app/crd-yaml.ts';
 import { renderValuesSchema } from './chart-values.ts';
 
@@ -10,7 +11,12 @@ const write = (path: string, text: string) => {
   writeFileSync(target, text);
   console.log(`wrote ${path}`);
 };
-const crd = renderCrd();
-write('config/crd/teal.dev_apps.yaml', crd);
-write('charts/teal/crds/teal.dev_apps.yaml', crd);
+const crds: [string, string][] = [
+  ['teal.dev_apps.yaml', renderCrd()],
+  ['teal.dev_analysistemplates.yaml', renderTemplateCrd()],
+];
+for (const [file, text] of crds) {
+  write(`config/crd/${file}`, text);
+  write(`charts/teal/crds/${file}`, text);
+}
 write('charts/teal/values.schema.json', renderValuesSchema());
