@@ -28,7 +28,9 @@ const NS = 'bench';
 
 const cluster = await startCluster({ name: 'teal-bench', log: (l) => console.error(l) });
 try {
-  await kubectlApply(cluster, readFileSync(new URL('../config/crd/teal.dev_apps.yaml', import.meta.url), 'utf8'));
+  for (const crd of ['teal.dev_apps.yaml', 'teal.dev_analysistemplates.yaml']) {
+    await kubectlApply(cluster, readFileSync(new URL(`../config/crd/${crd}`, import.meta.url), 'utf8'));
+  }
   await new Promise((r) => setTimeout(r, 1000));
   const kc = new KubeConfig();
   kc.loadFromFile(cluster.kubeconfig);

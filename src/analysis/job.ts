@@ -161,3 +161,40 @@ export function jobMeasurement(job: ObservedAnalysisJob): MeasurementResult | un
   const why = [done.reason, done.message].filter(Boolean).join(': ');
   return { phase: 'Failed', message: bounded(why ? `the Job failed: ${why}` : 'the Job failed', MAX_MESSAGE_LENGTH) };
 }
+
+/** An analysis Job as the cache keeps it: what the planner and the runner read. */
+export interface AnalysisJobRef {
+  namespace: string;
+  name: string;
+  resourceVersion: string;
+  /** LABEL_APP. */
+  app: string;
+  /** ANN_ANALYSIS_KEY; '' when missing (not a Job Teal made for a measurement). */
+  key: string;
+  /** The measurement the finished Job gives; undefined while it runs. */
+  result?: MeasurementResult;
+  deleting: boolean;
+}
+
+type RawJob = ObservedAnalysisJob & {
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string; deletionTimestamp?: unknown };
+};
+
+/** The cache's view of an analysis Job; undefined for an object that is not one. */
+export function observeAnalysisJob(raw: RawJob): AnalysisJobRef | undefined {
+  const m = raw.metadata;
+  const app = m?.labels?.[LABEL_APP];
+  if (!m?.name || !m.namespace || !app || m.labels?.[LABEL_ANALYSIS] === undefined) return undefined;
+  const key = m.annotations?.[ANN_ANALYSIS_KEY] ?? '';
+  const result = jobMeasurement(raw);
+  return {
+    namespace: m.namespace,
+    name: m.name,
+    resourceVersion: m.resourceVersion ?? '',
+    app,
+    // A key that does not name this very Job is no key: the Job was not made for it (or was edited).
+    key: key.length <= 1024 && analysisJobName(app, key) === m.name ? key : '',
+    ...(result ? { result } : {}),
+    deleting: m.deletionTimestamp !== undefined && m.deletionTimestamp !== null,
+  };
+}

@@ -9,6 +9,7 @@ import { ClusterClient } from '../kube/cluster-client.ts';
 import { errorMessage, isConflict } from '../kube/errors.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import { WorkQueue } from '../kube/workqueue.ts';
+import { AnalysisRunner } from './analysis-runner.ts';
 import { type CachedApp, type Caches, makeCaches } from './cache.ts';
 import { Controller, type Decision } from './controller.ts';
 import { ActionFailed, NotLeaderError } from './executor.ts';
@@ -56,15 +57,26 @@ export class AppController {
   readonly caches: Caches;
   private readonly options: AppControllerOptions;
   private readonly reconciler: Reconciler;
+  private readonly runner: AnalysisRunner;
   private queue: WorkQueue | undefined;
   private workers: Promise<void> | undefined;
 
   constructor(options: AppControllerOptions) {
     this.options = options;
     this.caches = makeCaches(options.kubeConfig, options.namespaces, options.logger);
+    const client = new ClusterClient(options.kubeConfig);
+    const enqueue = (key: string) => this.queue?.add(key);
+    this.runner = new AnalysisRunner({
+      client,
+      existingJob: (namespace, name) => this.caches.analysisJobs.get(namespace, name)?.value,
+      enqueue,
+      canWrite: options.canWrite,
+      logger: options.logger.child({ runner: 'analysis' }),
+    });
     this.reconciler = new Reconciler({
       caches: this.caches,
-      client: new ClusterClient(options.kubeConfig),
+      client,
+      analysis: this.runner,
       recorder: options.recorder,
       logger: options.logger,
       canWrite: options.canWrite,
@@ -74,7 +86,6 @@ export class AppController {
       ...(options.buildDefaults ? { buildDefaults: options.buildDefaults } : {}),
       ...(options.metrics ? { metrics: options.metrics } : {}),
     });
-    const enqueue = (key: string) => this.queue?.add(key);
     this.caches.apps.addHandler({
       onAdd: (a) => enqueue(`${a.metadata.namespace}/${a.metadata.name}`),
       onUpdate: (old, a) => {
@@ -93,9 +104,25 @@ export class AppController {
     const owner = (o: { value: { namespace: string; app?: string } }) => {
       if (o.value.app) enqueue(`${o.value.namespace}/${o.value.app}`);
     };
-    for (const informer of [this.caches.replicaSets, this.caches.services, this.caches.jobs]) {
+    for (const informer of [
+      this.caches.replicaSets,
+      this.caches.services,
+      this.caches.jobs,
+      this.caches.analysisJobs,
+    ]) {
       informer.addHandler({ onAdd: owner, onUpdate: (_old, o) => owner(o), onDelete: owner });
     }
+    // A template serves any App of its namespace: each looks again (a new one may now be valid, or invalid).
+    const namespaceApps = (t: { value: { namespace: string } }) => {
+      for (const app of this.caches.apps.listByNamespace(t.value.namespace)) {
+        enqueue(`${app.metadata.namespace}/${app.metadata.name}`);
+      }
+    };
+    this.caches.templates.addHandler({
+      onAdd: namespaceApps,
+      onUpdate: (_old, t) => namespaceApps(t),
+      onDelete: namespaceApps,
+    });
     // A build pod's termination message carries the digest: its App must look again.
     const byJob = (p: { value: { namespace: string; job: string } }) => {
       const job = this.caches.jobs.get(p.value.namespace, p.value.job);
@@ -161,6 +188,7 @@ export class AppController {
   async stopWorkers(): Promise<void> {
     const queue = this.queue;
     this.queue = undefined;
+    this.runner.stop();
     if (!queue) return;
     await queue.shutDownWithDrain();
     await this.workers;

@@ -1,6 +1,9 @@
 // The informer caches the App controller reads, each trimmed to what it uses.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { type AnalysisJobRef, LABEL_ANALYSIS, observeAnalysisJob } from '../analysis/job.ts';
+import { type AnalysisTemplateSpec, TEMPLATE_PLURAL } from '../analysis/schema.ts';
+import { validateTemplate } from '../analysis/validate.ts';
 import { ANN_REFRESH, INTENT_PREFIX } from '../app/intents.ts';
 import { GROUP, PLURAL, VERSION } from '../app/schema.ts';
 import { LABEL_BUILD } from '../build/job.ts';
@@ -74,6 +77,30 @@ function wrap<T extends { name: string; namespace: string; resourceVersion: stri
     : undefined;
 }
 
+/** An AnalysisTemplate as cached: its spec once validated, or why it is not valid. */
+export interface CachedTemplate {
+  name: string;
+  namespace: string;
+  resourceVersion: string;
+  spec?: AnalysisTemplateSpec;
+  problem?: string;
+}
+
+const MAX_TEMPLATE_PROBLEM = 512;
+
+function observeTemplate(raw: RawObject): CachedTemplate | undefined {
+  const m = raw.metadata;
+  if (!m?.name || !m.namespace) return undefined;
+  const base = { name: m.name, namespace: m.namespace, resourceVersion: m.resourceVersion ?? '' };
+  const validation = validateTemplate(raw);
+  if (validation.ok) return { ...base, spec: validation.template.spec };
+  const problem = validation.errors.join('; ');
+  return {
+    ...base,
+    problem: problem.length > MAX_TEMPLATE_PROBLEM ? `${problem.slice(0, MAX_TEMPLATE_PROBLEM - 1)}…` : problem,
+  };
+}
+
 export const APPS_INDEX = 'app';
 export const JOBS_INDEX = 'job';
 
@@ -83,6 +110,8 @@ export interface Caches {
   services: SharedInformer<Cached<ObservedService>>;
   jobs: SharedInformer<Cached<ObservedJob>>;
   buildPods: SharedInformer<Cached<ObservedBuildPod>>;
+  analysisJobs: SharedInformer<Cached<AnalysisJobRef>>;
+  templates: SharedInformer<Cached<CachedTemplate>>;
 }
 
 /**
@@ -128,5 +157,15 @@ export function makeCaches(kubeConfig: KubeConfig, namespaces: readonly string[]
     logger: logger.child({ informer: 'build-pods' }),
   });
   buildPods.addIndex(JOBS_INDEX, (p) => [`${p.value.namespace}/${p.value.job}`]);
-  return { apps, replicaSets, services, jobs, buildPods };
+  const analysisJobs = informer<Cached<AnalysisJobRef>>('/apis/batch/v1', 'jobs', {
+    labelSelector: `${LABEL_APP},${LABEL_ANALYSIS}`,
+    transform: (raw) => wrap(observeAnalysisJob(raw)),
+    logger: logger.child({ informer: 'analysis-jobs' }),
+  });
+  analysisJobs.addIndex(APPS_INDEX, (j) => [`${j.value.namespace}/${j.value.app}`]);
+  const templates = informer<Cached<CachedTemplate>>(`/apis/${GROUP}/${VERSION}`, TEMPLATE_PLURAL, {
+    transform: (raw) => wrap(observeTemplate(raw)),
+    logger: logger.child({ informer: 'analysis-templates' }),
+  });
+  return { apps, replicaSets, services, jobs, buildPods, analysisJobs, templates };
 }

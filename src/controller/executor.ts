@@ -53,6 +53,8 @@ export function describe(target: Target, action: ClusterAction): string {
       return `creating build Job ${ns}/${action.manifest.metadata.name}`;
     case 'deleteJob':
       return `deleting build Job ${ns}/${action.name}`;
+    case 'deleteAnalysisJob':
+      return `deleting analysis Job ${ns}/${action.name}`;
     case 'addFinalizer':
       return `adding the finalizer to App ${ns}/${target.name}`;
     case 'removeFinalizer':
@@ -88,6 +90,9 @@ function logWrite(log: Logger, action: ClusterAction): void {
     }
     case 'deleteJob':
       log.info({ job: action.name, why: action.why }, 'deleting build Job');
+      return;
+    case 'deleteAnalysisJob':
+      log.info({ job: action.name, why: action.why }, 'deleting analysis Job');
       return;
     case 'restoreService':
       log.info({ service: action.service.name }, 'restoring the selector of an adopted Service');
@@ -150,6 +155,7 @@ export class Executor {
         await client.deleteReplicaSet(namespace, action.name);
         return;
       case 'deleteJob':
+      case 'deleteAnalysisJob':
         await client.deleteJob(namespace, action.name);
         return;
       case 'restoreService':

@@ -6,6 +6,8 @@
 // their actions to the one executor.
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
+import { inFlight } from '../analysis/run.ts';
+import type { AnalysisTemplateSpec } from '../analysis/schema.ts';
 import type { ValueProblem } from '../app/cluster-values.ts';
 import { parseDuration } from '../app/duration.ts';
 import { type Intent, readIntents, readRefreshRequest } from '../app/intents.ts';
@@ -26,12 +28,14 @@ import type { ClusterClient } from '../kube/cluster-client.ts';
 import { errorMessage, isConflict } from '../kube/errors.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import { plan, planInvalid } from '../rollout/bluegreen.ts';
-import type { ClusterAction, PlannerEvent } from '../rollout/cluster-actions.ts';
+import type { ClusterAction, MeasureRequest, PlannerEvent } from '../rollout/cluster-actions.ts';
 import { FINALIZER } from '../rollout/labels.ts';
 import { type Observed, type ObservedService, observeService } from '../rollout/observed.ts';
+import type { AnalysisObserved } from '../rollout/planner.ts';
 import { isAdopted, serviceName } from '../rollout/service.ts';
 import { specProblems } from '../rollout/spec-problems.ts';
 import { targetRevision } from '../rollout/target.ts';
+import type { AnalysisRunner } from './analysis-runner.ts';
 import { APPS_INDEX, type CachedApp, type Caches, JOBS_INDEX } from './cache.ts';
 import { Executor, NotLeaderError, type Target } from './executor.ts';
 import type { Metrics } from './metrics.ts';
@@ -66,6 +70,8 @@ export interface ReconcilerOptions {
   metrics?: Metrics;
   /** Every read the cache cannot serve and every write go through this one client. */
   client: ClusterClient;
+  /** Takes the measurements of the checks, once the status that starts them has landed. */
+  analysis: Pick<AnalysisRunner, 'resultsFor' | 'dispatch' | 'forget'>;
   recorder: EventRecorder;
   logger: Logger;
   /** Checked before every write: only the Lease holder writes. */
@@ -92,6 +98,8 @@ interface Reconciliation {
   intents: readonly Intent[];
   build?: BuildPlan;
   sourceFailure?: string;
+  /** Handed to the analysis runner once the status has landed. */
+  measurements?: MeasureRequest[];
   /** Why a step failed, if one did: summarize() says so in status. */
   failure?: unknown;
 }
@@ -157,6 +165,7 @@ export class Reconciler {
 
   private forget(key: string): Result {
     this.o.sources.forget(key);
+    this.o.analysis.forget(key);
     this.reported.delete(key);
     return {};
   }
@@ -236,6 +245,7 @@ export class Reconciler {
       now: r.now,
       target: targetRevision(sourced),
       intents: r.intents,
+      analysis: this.analysisObserved(r),
       ...(this.o.buildDefaults ? { buildDefaults: this.o.buildDefaults } : {}),
       ...(r.build?.running ? { building: true } : {}),
       ...(r.build?.failure ? { buildFailure: r.build.failure } : {}),
@@ -245,6 +255,7 @@ export class Reconciler {
     await this.act(r, planned.actions);
     r.status = planned.status;
     r.events.push(...planned.events);
+    r.measurements = planned.measurements;
     return planned.requeueAfterMs !== undefined ? { requeueAfterMs: planned.requeueAfterMs } : {};
   }
 
@@ -265,11 +276,42 @@ export class Reconciler {
     try {
       await this.writeStatus(r, summary.status);
       await this.record(r, summary.events);
+      if (failure === undefined) this.measure(r);
     } catch (err) {
       // The failure that brought us here is what the caller hears about.
       if (failure === undefined) throw err;
       log.debug({ err: errorMessage(err) }, 'could not write the failure to status');
     }
+  }
+
+  /**
+   * Write-ahead (analysis/run.ts): the measurements start only now that the
+   * status naming them as started has landed; whatever it no longer has in
+   * flight is let go.
+   */
+  private measure(r: Reconciliation): void {
+    const { namespace, name, uid } = r.cached.metadata;
+    const keys = new Set(
+      [r.status.prePromotionAnalysis, r.status.postPromotionAnalysis].flatMap((run) =>
+        run ? inFlight(run).map((m) => m.key) : [],
+      ),
+    );
+    this.o.analysis.dispatch({ key: r.key, namespace, name, uid: uid ?? '' }, r.measurements ?? [], keys);
+  }
+
+  /** The templates of the App's namespace, and the results in for its measurements. */
+  private analysisObserved(r: Reconciliation): AnalysisObserved {
+    const templates = new Map<string, AnalysisTemplateSpec>();
+    const invalidTemplates = new Map<string, string>();
+    for (const { value } of this.o.caches.templates.listByNamespace(r.target.namespace)) {
+      if (value.spec) templates.set(value.name, value.spec);
+      else invalidTemplates.set(value.name, value.problem ?? 'invalid');
+    }
+    const results = new Map(this.o.analysis.resultsFor(r.key));
+    for (const job of r.observed.analysisJobs ?? []) {
+      if (job.result && job.key !== '' && !job.deleting) results.set(job.key, job.result);
+    }
+    return { templates, invalidTemplates, results };
   }
 
   // ---- I/O helpers ----
@@ -367,7 +409,9 @@ export class Reconciler {
   private async observed(app: App): Promise<Observed> {
     const { caches, client } = this.o;
     const namespace = app.metadata.namespace ?? '';
-    const replicaSets = caches.replicaSets.byIndex(APPS_INDEX, `${namespace}/${app.metadata.name}`).map((c) => c.value);
+    const key = `${namespace}/${app.metadata.name}`;
+    const replicaSets = caches.replicaSets.byIndex(APPS_INDEX, key).map((c) => c.value);
+    const analysisJobs = caches.analysisJobs.byIndex(APPS_INDEX, key).map((c) => c.value);
     const service = async (role: 'active' | 'preview'): Promise<ObservedService | undefined> => {
       const svcName = serviceName(app, role);
       const cachedSvc = caches.services.get(namespace, svcName)?.value;
@@ -379,6 +423,7 @@ export class Reconciler {
     const [activeService, previewService] = await Promise.all([service('active'), service('preview')]);
     return {
       replicaSets,
+      analysisJobs,
       ...(activeService ? { activeService } : {}),
       ...(previewService ? { previewService } : {}),
     };

@@ -18,6 +18,17 @@ export class ClusterClient extends Writer {
     return ignoreNotFound(this.core.readNamespacedService({ namespace, name }));
   }
 
+  /**
+   * One value of a Secret, decoded, or undefined when the Secret or the key is
+   * missing. For a measurement about to be taken: never logged, never kept.
+   */
+  async readSecretValue(namespace: string, name: string, key: string): Promise<string | undefined> {
+    const secret = await ignoreNotFound(this.core.readNamespacedSecret({ namespace, name }));
+    const data = secret?.data?.[key];
+    if (data !== undefined) return Buffer.from(data, 'base64').toString('utf8');
+    return secret?.stringData?.[key];
+  }
+
   /** The names of the Secret's keys (never its values), or undefined when there is no such Secret. */
   async readSecretKeys(namespace: string, name: string): Promise<string[] | undefined> {
     const secret = await ignoreNotFound(this.core.readNamespacedSecret({ namespace, name }));

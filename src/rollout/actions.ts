@@ -35,7 +35,8 @@ export function plannerView(ctx: ActionContext): ActionView {
     (status.active?.podTemplateHash === activeHash ? status.active?.revision : undefined) ??
     0;
   const active: RevisionRef | undefined = activeHash ? { revision: activeRevision, hash: activeHash } : undefined;
-  const inFlight = desired && desired.hash !== activeHash ? { revision: desired.number, hash: desired.hash } : undefined;
+  const inFlight =
+    desired && desired.hash !== activeHash ? { revision: desired.number, hash: desired.hash } : undefined;
   const bg = app.spec.strategy.blueGreen;
   return {
     deleting: app.metadata.deletionTimestamp !== undefined && app.metadata.deletionTimestamp !== null,
@@ -79,12 +80,14 @@ export function applyIntent(ctx: ActionContext, intent: Intent): PlannerEvent {
         podTemplateHash: desired.hash,
         revision: desired.number,
         ...(intent.full ? { full: true } : {}),
+        ...(intent.skipChecks ? { skipChecks: true } : {}),
         ...actor,
       };
+      const how = [intent.full ? 'full' : '', intent.skipChecks ? 'checks skipped' : ''].filter(Boolean).join(', ');
       return {
         type: 'Normal',
         reason: ER.PromotionRequested,
-        message: `promotion of revision ${desired.number}${intent.full ? ' (full)' : ''} requested by ${who(intent)}`,
+        message: `promotion of revision ${desired.number}${how ? ` (${how})` : ''} requested by ${who(intent)}`,
       };
     }
     case 'abort': {
@@ -98,8 +101,13 @@ export function applyIntent(ctx: ActionContext, intent: Intent): PlannerEvent {
       };
     }
     case 'retry': {
-      const revision = status.abort?.revision;
+      const revision = verdict.revision ?? status.abort?.revision;
       delete status.abort;
+      // The revision goes again, checks and all: its finished runs no longer count.
+      for (const field of ['prePromotionAnalysis', 'postPromotionAnalysis'] as const) {
+        const run = status[field];
+        if (run && run.phase !== 'Running' && run.revision === revision) delete status[field];
+      }
       return { type: 'Normal', reason: ER.Retried, message: `revision ${revision} retried by ${who(intent)}` };
     }
     case 'undo':

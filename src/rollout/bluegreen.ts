@@ -14,6 +14,18 @@ import { setCondition } from '../app/conditions.ts';
 import type { App, AppStatus, ConditionType, Phase, RevisionStatus } from '../app/schema.ts';
 import { type ActionContext, applyIntent } from './actions.ts';
 import { activeManifest, activeServiceName, reconcileServices, servingHash } from './active-service.ts';
+import {
+  cancelRunning,
+  cancelStaleRuns,
+  type Gate,
+  isSkippingChecks,
+  postPromotionGate,
+  prePromotionGate,
+  pruneAnalysisJobs,
+  reportAnalysis,
+  startPostChecks,
+} from './analysis-gate.ts';
+import { analysisSpecs } from './analysis-spec.ts';
 import { replicaCounts } from './counts.ts';
 import { appendHistory, historyEntry, replicaSetsToDelete, revisionNumberFor } from './history.ts';
 import { LABEL_APP, LABEL_HASH } from './labels.ts';
@@ -35,6 +47,7 @@ import {
   isAborted,
   isFastTracked,
   isPromotionRequested,
+  isRollBackTo,
   parseTime,
 } from './predicates.ts';
 import { ConditionReason as CR, EventReason as ER } from './reasons.ts';
@@ -56,9 +69,13 @@ export function plan(input: PlanInput): Plan {
     nowMs: input.now.getTime(),
     wakeAt: [],
     generation: app.metadata.generation ?? 0,
+    runs: {},
+    measure: [],
   };
-  const problems = specProblems(app, input.buildDefaults);
+  const analysis = analysisSpecs(app, input.analysis);
+  const problems = [...specProblems(app, input.buildDefaults), ...analysis.problems];
   if (problems.length > 0) return planInvalid(app.status, p.generation, problems, input.now);
+  p.runs = analysis.runs;
   condition(p, 'InvalidSpec', 'False', CR.Valid);
   p.status.observedGeneration = p.generation;
   const { desired } = rollout(p);
@@ -73,6 +90,7 @@ export function plan(input: PlanInput): Plan {
     actions: p.actions,
     events: p.events,
     status: p.status,
+    measurements: p.measure,
     ...(requeue !== undefined ? { requeueAfterMs: requeue + 1 } : {}),
   };
 }
@@ -100,6 +118,7 @@ export function planInvalid(status: AppStatus | undefined, generation: number, p
     actions: [],
     events: changed ? [{ type: 'Warning', reason: ER.InvalidSpec, message }] : [],
     status: next,
+    measurements: [],
   };
 }
 
@@ -109,12 +128,14 @@ function rollout(p: Planner): Rollout {
   endStalePin(p, r);
   takeIntents(p, r);
   dropStaleMarks(p, r);
+  cancelStaleRuns(p, r.desired);
   const progress = reconcileDesired(p, r);
   reconcileActiveReplicaSet(p, r);
   previewStatus(p, r, progress);
   progressDeadline(p, r.desired, progress.waiting);
   scaleDownOthers(p, r);
   reconcileServices(p, progress);
+  pruneAnalysisJobs(p);
   summarize(p, r, progress);
   return r;
 }
@@ -172,7 +193,12 @@ function settleActiveService(p: Planner, r: Rollout): void {
       reason: ER.SwitchRecorded,
       message: `active Service ${activeServiceName(p)} already selects revision ${served.revision}: recording the switch`,
     });
-    recordActivation(p, served, undefined);
+    // The plan that switched also started the post-promotion checks: start them now, as it would have.
+    const desired = r.desired?.hash === served.hash ? r.desired : undefined;
+    const fastTrack = isFastTracked(status, served.hash, served, recorded, p.nowMs);
+    const postChecks =
+      desired !== undefined && !isRollBackTo(status, served.hash) && startPostChecks(p, desired, fastTrack);
+    recordActivation(p, served, undefined, postChecks);
     return;
   }
   if (!svc || !recorded) return;
@@ -235,8 +261,8 @@ function dropStaleMarks(p: Planner, r: Rollout): void {
 function reconcileDesired(p: Planner, r: Rollout): Progress {
   const { desired } = r;
   if (!desired) return noRevision(p, r);
-  if (desired.hash === r.activeHash) return steady(p, r, desired);
   if (isAborted(p.status, desired.hash)) return aborted(p, r, desired);
+  if (desired.hash === r.activeHash) return steady(p, r, desired);
   if (r.paused && !r.byHash.has(desired.hash)) {
     return { phase: 'Paused', message: `paused: revision ${desired.number} waits to be deployed` };
   }
@@ -257,24 +283,84 @@ function noRevision(p: Planner, r: Rollout): Progress {
   return { phase: input.sourceFailure ? 'Degraded' : 'Progressing', message };
 }
 
-/** The desired revision serves; its ReplicaSet is recreated at full size if someone deleted it. */
+/**
+ * The desired revision serves; its ReplicaSet is recreated at full size if
+ * someone deleted it. Until its post-promotion checks pass it is not stable:
+ * they run whatever its pods do meanwhile.
+ */
 function steady(p: Planner, r: Rollout, desired: Desired): Progress {
+  const gate = postPromotionGate(p, desired);
+  const checks = { kind: 'post' as const, gate };
+  if (gate.state === 'failed') return abortForChecks(p, r, desired, 'post', gate.message);
   const rs = r.byHash.get(desired.hash);
   if (!rs) {
     createReplicaSet(p, desired, r.replicas, ER.FastTrack, 'the active revision had no ReplicaSet');
-    return { phase: 'Progressing', message: `revision ${desired.number}: recreating its ReplicaSet`, waiting: 'full' };
+    return {
+      checks,
+      phase: 'Progressing',
+      message: `revision ${desired.number}: recreating its ReplicaSet`,
+      waiting: 'full',
+    };
+  }
+  if (gate.state === 'inconclusive') {
+    return {
+      checks,
+      phase: 'Paused',
+      message: `revision ${desired.number} is active, not yet stable: ${inconclusive(gate)}`,
+    };
+  }
+  if (gate.state === 'waiting') {
+    return {
+      checks,
+      phase: 'Progressing',
+      message: `revision ${desired.number} is active; post-promotion checks: ${gate.message}`,
+    };
   }
   if (!isFullyAvailable(rs, r.replicas)) {
     return {
+      checks,
       phase: 'Progressing',
       message: `revision ${rs.revision}: ${rs.availableReplicas}/${r.replicas} pods available`,
     };
   }
-  return { phase: 'Healthy', message: `revision ${rs.revision} is active` };
+  return { checks, phase: 'Healthy', message: `revision ${rs.revision} is active` };
 }
 
-/** Active stays; the aborted preview is scaled down after abortScaleDownDelaySeconds (never, when 0). */
+const inconclusive = (gate: Gate & { message: string }) =>
+  `${gate.message}; retry runs the checks again, promote --skip-checks accepts the revision, abort returns to stable`;
+
+/** A check failed: the release is aborted as a person would abort it, by teal, saying which check and why. */
+function abortForChecks(p: Planner, r: Rollout, desired: Desired, kind: 'pre' | 'post', message: string): Progress {
+  p.status.abort = { podTemplateHash: desired.hash, revision: desired.number, by: 'teal', via: 'analysis', at: p.now };
+  delete p.status.promotion;
+  emit(p, {
+    type: 'Warning',
+    reason: ER.Aborted,
+    message: `revision ${desired.number} aborted: its ${kind}-promotion checks did not pass: ${message}`,
+  });
+  // Post-promotion: the switch back waits for the next plan, once this abort has landed (see postPromotionGate).
+  if (kind === 'post') {
+    return {
+      checks: { kind, gate: { state: 'failed', message } },
+      phase: 'Degraded',
+      message: abortMessage(p, desired),
+    };
+  }
+  return aborted(p, r, desired);
+}
+
+/**
+ * Active stays, or goes back to stable when the aborted revision was active
+ * awaiting its post-promotion checks; the aborted revision is scaled down
+ * after abortScaleDownDelaySeconds (never, when 0).
+ */
 function aborted(p: Planner, r: Rollout, desired: Desired): Progress {
+  const by = p.status.abort?.by;
+  cancelRunning(p, 'pre', `revision ${desired.number} was aborted by ${by}`);
+  cancelRunning(p, 'post', `revision ${desired.number} was aborted by ${by}`);
+  if (desired.hash === r.activeHash && !rollBack(p, r, desired)) {
+    return { phase: 'Degraded', message: abortMessage(p, desired) };
+  }
   const rs = r.byHash.get(desired.hash);
   const delay = p.app.spec.strategy.blueGreen.abortScaleDownDelaySeconds;
   if (rs && rs.specReplicas > 0) {
@@ -283,11 +369,59 @@ function aborted(p: Planner, r: Rollout, desired: Desired): Progress {
   }
   const up = rs && rs.specReplicas > 0;
   return {
+    ...failedChecks(p, desired),
     phase: 'Degraded',
-    message: `revision ${desired.number} aborted by ${p.status.abort?.by}; active stays on revision ${p.status.active?.revision ?? '-'}`,
+    message: abortMessage(p, desired),
     // While its pods are up the preview URL still shows what was aborted, as with Argo Rollouts.
     ...(up ? { previewHash: rs.hash, previewRS: rs } : {}),
   };
+}
+
+function abortMessage(p: Planner, desired: Desired): string {
+  const { abort, active } = p.status;
+  const why =
+    abort?.via === 'analysis' ? `: ${checksMessage(p, desired) ?? 'a check did not pass'}` : ` by ${abort?.by}`;
+  const back = active?.podTemplateHash === desired.hash ? 'returns to' : 'stays on';
+  return `revision ${desired.number} aborted${why}; active ${back} revision ${active?.revision ?? '-'}`;
+}
+
+/** The message of the run that failed this revision. */
+function checksMessage(p: Planner, desired: Desired): string | undefined {
+  const run = [p.status.postPromotionAnalysis, p.status.prePromotionAnalysis].find(
+    (r) => r?.podTemplateHash === desired.hash && (r.phase === 'Failed' || r.phase === 'Error'),
+  );
+  return run?.message;
+}
+
+function failedChecks(p: Planner, desired: Desired): Pick<Progress, 'checks'> {
+  if (p.status.abort?.via !== 'analysis') return {};
+  const post = p.status.postPromotionAnalysis?.podTemplateHash === desired.hash;
+  return {
+    checks: { kind: post ? 'post' : 'pre', gate: { state: 'failed', message: checksMessage(p, desired) ?? '' } },
+  };
+}
+
+/**
+ * Points the active Service back at the stable revision: the abort of a
+ * revision awaiting its post-promotion checks. False when there is no stable
+ * revision up to return to (the abort stands; nothing moves).
+ */
+function rollBack(p: Planner, r: Rollout, desired: Desired): boolean {
+  const { status, app } = p;
+  const stable = status.stable?.podTemplateHash;
+  const rs = stable !== undefined && stable !== desired.hash ? r.byHash.get(stable) : undefined;
+  if (!rs) return false;
+  p.actions.push({ kind: 'applyService', role: 'active', manifest: activeManifest(p, rs.hash) });
+  emit(p, {
+    type: 'Warning',
+    reason: ER.RolledBack,
+    message: `active Service ${activeServiceName(p)} switched back to stable revision ${rs.revision} (was ${desired.number})`,
+  });
+  status.active = revisionStatus(app, rs);
+  const abort = status.abort;
+  status.history = appendHistory(status.history, historyEntry(rs, p.now, abort?.by ?? 'teal', 'abort'));
+  r.activeHash = rs.hash;
+  return true;
 }
 
 /** A revision on its way to active: created, previewed, paused for promotion, promoted, switched. */
@@ -296,34 +430,52 @@ function release(p: Planner, r: Rollout, desired: Desired): Progress {
   const rs = r.byHash.get(desired.hash);
   const fastTrack = isFastTracked(status, desired.hash, rs, r.activeHash, p.nowMs);
   const inPreview = fastTrack ? {} : { previewHash: desired.hash, ...(rs ? { previewRS: rs } : {}) };
-  let promoting = fastTrack || isPromotionRequested(status, desired.hash);
 
   if (!rs) {
+    const promoting = fastTrack || isPromotionRequested(status, desired.hash);
     const reason = !r.activeHash ? ER.FirstRelease : fastTrack ? ER.FastTrack : ER.PreviewCreated;
     const size = promoting ? r.replicas : r.previewCount;
     createReplicaSet(p, desired, size, reason, promoting ? 'going active' : 'preview');
     return { ...inPreview, ...waitingFor(desired, undefined, promoting ? 'full' : 'preview', r) };
   }
-  if (r.paused) return { ...inPreview, phase: 'Paused', message: `paused by ${status.pause?.by ?? 'spec.paused'}` };
-
   const previewReady = isAvailableAt(rs, r.previewCount);
-  if (!promoting && previewReady && p.app.spec.strategy.blueGreen.autoPromotionEnabled) {
+  // Measured even while paused: a pause holds the release, not its checks.
+  const gate = prePromotionGate(p, desired, previewReady, fastTrack);
+  const checks = { kind: 'pre' as const, gate };
+  if (gate.state === 'failed') return abortForChecks(p, r, desired, 'pre', gate.message);
+  if (r.paused) {
+    return { ...inPreview, checks, phase: 'Paused', message: `paused by ${status.pause?.by ?? 'spec.paused'}` };
+  }
+  // A promotion asked for before the checks changed still waits for them (skipping opens the gate).
+  let promoting = fastTrack || (isPromotionRequested(status, desired.hash) && gate.state === 'open');
+  if (!promoting && previewReady && gate.state === 'open' && p.app.spec.strategy.blueGreen.autoPromotionEnabled) {
     promoting = autoPromote(p, desired);
   }
   if (!promoting) {
     sizeTo(p, rs, r.previewCount, `preview of revision ${rs.revision}`);
-    if (!previewReady) return { ...inPreview, previewReady, ...waitingFor(desired, rs, 'preview', r) };
-    return {
-      ...inPreview,
-      previewReady,
-      phase: 'Paused',
-      message: `revision ${desired.number} is ready in preview, waiting for promotion`,
-    };
+    if (!previewReady) return { ...inPreview, checks, previewReady, ...waitingFor(desired, rs, 'preview', r) };
+    return { ...inPreview, checks, previewReady, ...inPreviewProgress(p, desired, gate) };
   }
   sizeTo(p, rs, r.replicas, `promoting revision ${rs.revision}`);
   if (!isFullyAvailable(rs, r.replicas)) return { ...inPreview, previewReady, ...waitingFor(desired, rs, 'full', r) };
   switchActive(p, r, rs);
   return { phase: 'Healthy', message: `revision ${desired.number} is active` };
+}
+
+/** Ready in preview: waiting for the checks, a person, or autoPromotionSeconds. */
+function inPreviewProgress(p: Planner, desired: Desired, gate: Gate): Pick<Progress, 'phase' | 'message'> {
+  const auto = p.app.spec.strategy.blueGreen.autoPromotionEnabled;
+  if (gate.state === 'inconclusive') {
+    return { phase: 'Paused', message: `revision ${desired.number} is ready in preview: ${inconclusive(gate)}` };
+  }
+  if (gate.state === 'waiting') {
+    const then = auto ? 'then promoted automatically' : 'then waits for promotion';
+    return {
+      phase: auto ? 'Progressing' : 'Paused',
+      message: `revision ${desired.number} is ready in preview; pre-promotion checks: ${gate.message}; ${then}`,
+    };
+  }
+  return { phase: 'Paused', message: `revision ${desired.number} is ready in preview, waiting for promotion` };
 }
 
 function waitingFor(
@@ -404,8 +556,10 @@ function summarize(p: Planner, r: Rollout, progress: Progress): void {
   let { phase, message } = progress;
   const deadline = status.conditions?.find((c) => c.type === 'ProgressDeadlineExceeded');
   const aborted = r.desired !== undefined && isAborted(status, r.desired.hash);
+  const byChecks = aborted && status.abort?.via === 'analysis';
+  reportAnalysis(p, r.desired, progress.checks);
   if (aborted) {
-    condition(p, 'Aborted', 'True', CR.Aborted, message);
+    condition(p, 'Aborted', 'True', byChecks ? CR.AnalysisFailed : CR.Aborted, message);
     phase = 'Degraded';
   } else {
     condition(p, 'Aborted', 'False', CR.NotAborted);
@@ -426,8 +580,10 @@ function summarize(p: Planner, r: Rollout, progress: Progress): void {
     message = `building ${status.build?.commit?.slice(0, 12) ?? 'a new commit'}; ${message}`;
   }
   const promoted = r.desired !== undefined && status.active?.podTemplateHash === r.desired.hash;
-  condition(p, 'Promoted', promoted ? 'True' : 'False', promotedReason(promoted, phase, r.paused), message);
-  condition(p, 'Ready', phase === 'Healthy' ? 'True' : 'False', phase, message);
+  const waitingForChecks = progress.checks?.gate.state === 'waiting' && !promoted;
+  const promotedWhy = waitingForChecks ? CR.WaitingForAnalysis : promotedReason(promoted, phase, r.paused);
+  condition(p, 'Promoted', promoted ? 'True' : 'False', promotedWhy, message);
+  condition(p, 'Ready', phase === 'Healthy' ? 'True' : 'False', byChecks ? CR.AnalysisFailed : phase, message);
   if (status.phase !== phase) {
     emit(p, { type: phase === 'Degraded' ? 'Warning' : 'Normal', reason: `Phase${phase}`, message });
   }
@@ -467,8 +623,12 @@ function revisionStatus(app: App, rs: ObservedReplicaSet): RevisionStatus {
 function switchActive(p: Planner, r: Rollout, rs: ObservedReplicaSet): void {
   const previous = r.activeHash ? r.byHash.get(r.activeHash) : undefined;
   p.actions.push({ kind: 'applyService', role: 'active', manifest: activeManifest(p, rs.hash) });
+  const fastTrack = isFastTracked(p.status, rs.hash, rs, r.activeHash, p.nowMs);
+  const postChecks = r.desired?.hash === rs.hash && startPostChecks(p, r.desired, fastTrack);
+  // Stable stays up, at full size, until the post-promotion checks pass: a failure returns to it at once.
+  const keepPrevious = postChecks && previous?.hash === p.status.stable?.podTemplateHash;
   // Kept up for the delay even after `promote --full`, so an undo stays instant.
-  if (previous && previous.hash !== rs.hash) {
+  if (previous && previous.hash !== rs.hash && !keepPrevious) {
     scaleDownLater(
       p,
       previous,
@@ -481,19 +641,32 @@ function switchActive(p: Planner, r: Rollout, rs: ObservedReplicaSet): void {
     reason: ER.SwitchedActive,
     message: `active Service ${activeServiceName(p)} now selects revision ${rs.revision}${previous ? ` (was ${previous.revision})` : ''}`,
   });
-  const fastTrack = isFastTracked(p.status, rs.hash, rs, r.activeHash, p.nowMs);
-  recordActivation(p, rs, fastTrack);
+  recordActivation(p, rs, fastTrack, postChecks);
 }
 
-function recordActivation(p: Planner, rs: ObservedReplicaSet, fastTrack: boolean | undefined): void {
+/**
+ * Records a switch: active, history, and stable too unless post-promotion
+ * checks now stand between. A switch back under an abort is the roll back's.
+ */
+function recordActivation(
+  p: Planner,
+  rs: ObservedReplicaSet,
+  fastTrack: boolean | undefined,
+  postChecks = false,
+): void {
   const { app, status } = p;
   const promotion = status.promotion?.podTemplateHash === rs.hash ? status.promotion : undefined;
   const pin = status.pin?.podTemplateHash === rs.hash ? status.pin : undefined;
-  const via = promotion?.via ?? (pin ? 'undo' : status.active ? (fastTrack ? 'fast-track' : 'auto') : 'first-release');
-  const by = promotion?.by ?? pin?.by ?? 'teal';
+  const rollBack = !promotion && !pin && isRollBackTo(status, rs.hash);
+  const via = rollBack
+    ? 'abort'
+    : (promotion?.via ?? (pin ? 'undo' : status.active ? (fastTrack ? 'fast-track' : 'auto') : 'first-release'));
+  const by = (rollBack ? status.abort?.by : undefined) ?? promotion?.by ?? pin?.by ?? 'teal';
+  const skipped = isSkippingChecks(status, rs.hash) && (p.runs.pre !== undefined || p.runs.post !== undefined);
   status.active = revisionStatus(app, rs);
-  status.stable = revisionStatus(app, rs);
-  status.history = appendHistory(status.history, historyEntry(rs, p.now, by, via));
+  if (!postChecks) status.stable = revisionStatus(app, rs);
+  const entry = historyEntry(rs, p.now, by, via);
+  status.history = appendHistory(status.history, skipped ? { ...entry, checksSkipped: true } : entry);
   delete status.promotion;
   delete status.preview;
 }

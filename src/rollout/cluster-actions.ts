@@ -3,6 +3,10 @@
 // the controller's executor (controller/executor.ts) carries the actions out,
 // in order, through one client, and records the Events only once the status
 // that goes with them has landed.
+import type { ArgSource, Builtins } from '../analysis/args.ts';
+import type { MeasureAction } from '../analysis/run.ts';
+import type { Check } from '../analysis/schema.ts';
+import type { AnalysisKind } from '../app/schema.ts';
 import type { BuildJobManifest } from '../build/job.ts';
 import type { ObservedService } from './observed.ts';
 import type { ReplicaSetManifest } from './replicaset.ts';
@@ -13,7 +17,8 @@ export type RolloutAction =
   | { kind: 'createReplicaSet'; manifest: ReplicaSetManifest }
   | { kind: 'patchReplicaSet'; name: string; replicas?: number; scaleDownAt?: string | null }
   | { kind: 'deleteReplicaSet'; name: string }
-  | { kind: 'applyService'; role: ServiceRole; manifest: ServiceManifest };
+  | { kind: 'applyService'; role: ServiceRole; manifest: ServiceManifest }
+  | { kind: 'deleteAnalysisJob'; name: string; why: string };
 
 /** Build Jobs: what the build planner decides. */
 export type BuildAction =
@@ -30,6 +35,19 @@ export type AppAction =
   | { kind: 'restoreService'; service: ObservedService };
 
 export type ClusterAction = RolloutAction | BuildAction | AppAction;
+
+/**
+ * A measurement to take (or, after a restart, to carry on with): not a write
+ * the plan makes but one the controller starts once the status naming it as
+ * started has landed (write-ahead, analysis/run.ts), then reports back by key.
+ * The check still holds its placeholders: only the controller reads Secrets.
+ */
+export type MeasureRequest = Omit<MeasureAction, 'type' | 'check'> & {
+  kind: AnalysisKind;
+  check: Check;
+  args: ArgSource[];
+  builtins: Builtins;
+};
 
 /** An Event on the App, as `kubectl describe` shows it. */
 export interface PlannerEvent {

@@ -2,6 +2,7 @@
 // the fields Teal reads, so thousands of them stay cheap in the cache. Each
 // label and annotation read is checked against the shape Teal writes; a bad
 // one is treated as absent and listed in `problems`.
+import type { AnalysisJobRef } from '../analysis/job.ts';
 import {
   commitSha,
   imageReference,
@@ -64,6 +65,8 @@ export interface Observed {
   replicaSets: ObservedReplicaSet[];
   activeService?: ObservedService;
   previewService?: ObservedService;
+  /** The App's analysis Jobs: one per job-check measurement. */
+  analysisJobs?: readonly AnalysisJobRef[];
 }
 
 type Raw<Spec> = {

@@ -2,11 +2,14 @@
 // reconcile knows (Rollout), where the desired revision stands (Progress), and
 // what it has decided so far (Planner: actions, status, wake-up times).
 
+import type { MeasurementResult } from '../analysis/measurement.ts';
+import type { AnalysisTemplateSpec } from '../analysis/schema.ts';
 import { setCondition } from '../app/conditions.ts';
 import type { Intent } from '../app/intents.ts';
-import type { App, AppStatus, Condition, ConditionType, Phase } from '../app/schema.ts';
+import type { AnalysisKind, App, AppStatus, Condition, ConditionType, Phase } from '../app/schema.ts';
 import type { BuildDefaults } from '../build/registry.ts';
-import type { PlannerEvent, RolloutAction } from './cluster-actions.ts';
+import type { Gate, RunSpec } from './analysis-gate.ts';
+import type { MeasureRequest, PlannerEvent, RolloutAction } from './cluster-actions.ts';
 import type { Observed, ObservedReplicaSet } from './observed.ts';
 import type { Revision } from './replicaset.ts';
 
@@ -25,6 +28,17 @@ export interface PlanInput {
   sourceFailure?: string;
   /** The operator's registry defaults: an App built without build.image needs a default registry. */
   buildDefaults?: BuildDefaults;
+  analysis?: AnalysisObserved;
+}
+
+/** What the checks need from outside the App. */
+export interface AnalysisObserved {
+  /** The AnalysisTemplates of the App namespace, by name; those that failed validation are left out. */
+  templates: ReadonlyMap<string, AnalysisTemplateSpec>;
+  /** Templates that failed validation, by name, with why: naming one is an invalid spec. */
+  invalidTemplates?: ReadonlyMap<string, string>;
+  /** Results of measurements in flight, by key: finished analysis Jobs, and web and prometheus answers. */
+  results: ReadonlyMap<string, MeasurementResult>;
 }
 
 export interface Plan {
@@ -34,6 +48,8 @@ export interface Plan {
   events: PlannerEvent[];
   status: AppStatus;
   requeueAfterMs?: number;
+  /** Measurements to start once `status` has landed, never before (analysis/run.ts rule 1). */
+  measurements: MeasureRequest[];
 }
 
 export type Desired = Revision & { number: number };
@@ -48,6 +64,9 @@ export interface Planner {
   nowMs: number;
   wakeAt: number[];
   generation: number;
+  /** The checks of each kind the spec asks for, with their templates' metrics in. */
+  runs: { pre?: RunSpec; post?: RunSpec };
+  measure: MeasureRequest[];
 }
 
 /** What one reconcile knows of the rollout, worked out by the first steps. */
@@ -72,6 +91,8 @@ export interface Progress {
   previewHash?: string;
   previewRS?: ObservedReplicaSet;
   previewReady?: boolean;
+  /** The checks that stand where the release is: pre-promotion in preview, post-promotion once active. */
+  checks?: { kind: AnalysisKind; gate: Gate };
 }
 
 export const emit = (p: Planner, event: PlannerEvent) => p.events.push(event);

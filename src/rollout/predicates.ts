@@ -88,6 +88,24 @@ export function isOwnSwitch(
   // Status lost whole: nothing to compare with, and the note says Teal wrote it.
   if (!status.active) return true;
   return (
-    selected === releasing || selected === status.promotion?.podTemplateHash || selected === status.pin?.podTemplateHash
+    selected === releasing ||
+    selected === status.promotion?.podTemplateHash ||
+    selected === status.pin?.podTemplateHash ||
+    isRollBackTo(status, selected)
+  );
+}
+
+/**
+ * The switch back to stable that aborting the active revision makes (a failed
+ * post-promotion check, or abort during them): the abort is in status before
+ * the Service moves, so a switch to stable under it is Teal's own.
+ */
+export function isRollBackTo(status: AppStatus, hash: string): boolean {
+  const active = status.active?.podTemplateHash;
+  return (
+    active !== undefined &&
+    status.abort?.podTemplateHash === active &&
+    status.stable?.podTemplateHash === hash &&
+    hash !== active
   );
 }

@@ -20,6 +20,19 @@ export const ConditionReason = {
   ProgressDeadlineExceeded: 'ProgressDeadlineExceeded',
   /** A reconcile failed (a write refused, a read that did not answer): Ready=False until one succeeds. */
   ReconcileError: 'ReconcileError',
+  // AnalysisPassed, and Promoted while the checks hold a promotion.
+  /** No checks stand before the revision where the release stands. */
+  NoAnalysis: 'NoAnalysis',
+  AnalysisRunning: 'AnalysisRunning',
+  AnalysisSuccessful: 'AnalysisSuccessful',
+  /** Also on Aborted and Ready when a failed check aborted the release. */
+  AnalysisFailed: 'AnalysisFailed',
+  AnalysisError: 'AnalysisError',
+  AnalysisInconclusive: 'AnalysisInconclusive',
+  AnalysisCancelled: 'AnalysisCancelled',
+  /** Promoted with --skip-checks (or --full). */
+  AnalysisSkipped: 'AnalysisSkipped',
+  WaitingForAnalysis: 'WaitingForAnalysis',
 } as const;
 
 /** Reasons on the Events the planner records on the App. */
@@ -49,6 +62,19 @@ export const EventReason = {
   Resumed: 'Resumed',
   /** A reconcile failed, with the object and the API server's answer; recorded once per distinct failure. */
   ReconcileError: 'ReconcileError',
+  // Checks (analysis runs) and what they decide.
+  AnalysisRunStarted: 'AnalysisRunStarted',
+  AnalysisRunSuccessful: 'AnalysisRunSuccessful',
+  AnalysisRunFailed: 'AnalysisRunFailed',
+  AnalysisRunInconclusive: 'AnalysisRunInconclusive',
+  AnalysisRunError: 'AnalysisRunError',
+  AnalysisRunCancelled: 'AnalysisRunCancelled',
+  /** A measurement ended Failed or Error. */
+  MeasurementFailed: 'MeasurementFailed',
+  /** The active revision passed its post-promotion checks and is now the one to return to. */
+  Stable: 'Stable',
+  /** The active Service went back to the stable revision: a post-promotion check failed, or an abort during them. */
+  RolledBack: 'RolledBack',
 } as const;
 
 /**

@@ -63,7 +63,13 @@ async function up(): Promise<void> {
 /** CRD and roles, the demo repository, the operator, the App; then what to try. */
 async function setUp(cluster: Cluster, cache: string, started: number): Promise<void> {
   // The CRD, the user roles and the intents policy, as `make deploy` installs them.
-  for (const file of ['crd/teal.dev_apps.yaml', 'rbac/roles.yaml', 'policy/intents.yaml']) {
+  const files = [
+    'crd/teal.dev_apps.yaml',
+    'crd/teal.dev_analysistemplates.yaml',
+    'rbac/roles.yaml',
+    'policy/intents.yaml',
+  ];
+  for (const file of files) {
     await kubectlApply(cluster, readFileSync(join(root, 'config', file), 'utf8'));
   }
   const demo = await prepareDemo(join(cache, 'demo'), `http://${HTTP_ADDR}/webhooks/generic`);

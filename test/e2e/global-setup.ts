@@ -12,7 +12,13 @@ import {
 } from '../cluster/cluster.ts';
 import { waitFor } from '../support/wait.ts';
 
-const CRD = new URL('../../config/crd/teal.dev_apps.yaml', import.meta.url);
+const CRDS = [
+  { name: 'apps.teal.dev', file: new URL('../../config/crd/teal.dev_apps.yaml', import.meta.url) },
+  {
+    name: 'analysistemplates.teal.dev',
+    file: new URL('../../config/crd/teal.dev_analysistemplates.yaml', import.meta.url),
+  },
+];
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -36,23 +42,23 @@ export async function setup(project: TestProject): Promise<void> {
   console.error(`test cluster up in ${Date.now() - started} ms (${cluster.workdir})`);
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, stopOnSignal);
   process.once('exit', () => cluster && process.env.TEAL_KEEP_CLUSTER !== '1' && stopClusterSync(cluster));
-  // Every e2e file works with Apps: install the CRD once.
-  await installCrd(cluster);
+  // Every e2e file works with Apps (and the operator watches AnalysisTemplates): install the CRDs once.
+  for (const crd of CRDS) await installCrd(cluster, crd);
   project.provide('kubeconfig', cluster.kubeconfig);
   project.provide('binDir', cluster.binDir);
 }
 
-async function installCrd(c: Cluster): Promise<void> {
+async function installCrd(c: Cluster, { name, file }: (typeof CRDS)[number]): Promise<void> {
   try {
-    const crd = readFileSync(CRD, 'utf8');
-    await waitFor('the App CRD to be applied', () => kubectlApply(c, crd).then(() => true), {
+    const crd = readFileSync(file, 'utf8');
+    await waitFor(`the ${name} CRD to be applied`, () => kubectlApply(c, crd).then(() => true), {
       timeoutMs: BOOT_STEP_MS,
       intervalMs: 1_000,
     });
     await waitForOutput(
       c,
-      'the App CRD to be established',
-      ['get', 'crd', 'apps.teal.dev', '-o', 'jsonpath={.status.conditions[?(@.type=="Established")].status}'],
+      `the ${name} CRD to be established`,
+      ['get', 'crd', name, '-o', 'jsonpath={.status.conditions[?(@.type=="Established")].status}'],
       'True',
     );
   } catch (err) {
