@@ -118,6 +118,7 @@ export function postPromotionGate(p: Planner, desired: Desired): Gate {
       `revision ${desired.number} was promoted with its checks skipped by ${p.status.promotion?.by}`,
     );
     makeStable(p, desired, `its ${WORDS.post} were skipped`);
+    markSkipped(p.status, desired.hash);
     delete p.status.promotion;
     return { state: 'open', why: 'skipped' };
   }
@@ -276,6 +277,13 @@ function makeStable(p: Planner, desired: Desired, why: string): void {
   if (!status.active) return;
   status.stable = { ...status.active };
   emit(p, { type: 'Normal', reason: ER.Stable, message: `revision ${desired.number} is stable: ${why}` });
+}
+
+/** History says the revision went on without its checks: the entry of its switch. */
+function markSkipped(status: AppStatus, hash: string): void {
+  const history = status.history ?? [];
+  const at = history.findLastIndex((h) => h.podTemplateHash === hash);
+  if (at >= 0) status.history = history.map((h, i) => (i === at ? { ...h, checksSkipped: true } : h));
 }
 
 function builtinsFor(p: Planner, desired: Desired): Builtins {
