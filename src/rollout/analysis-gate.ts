@@ -256,6 +256,10 @@ function advance(p: Planner, kind: AnalysisKind, spec: RunSpec, run: AppAnalysis
   return next;
 }
 
+/** What an inconclusive result leaves to a person. */
+export const inconclusiveMessage = (gate: Gate & { message: string }) =>
+  `${gate.message}; retry runs the checks again, promote --skip-checks accepts the revision, abort returns to stable`;
+
 function gateOf(run: AppAnalysisRun): Gate {
   const message = run.message ?? '';
   switch (run.phase) {

@@ -11,13 +11,15 @@
 // Service steps live in active-service.ts, the ReplicaSet writes in
 // replicaset-writes.ts.
 import { setCondition } from '../app/conditions.ts';
-import type { App, AppStatus, ConditionType, Phase, RevisionStatus } from '../app/schema.ts';
+import type { AppStatus, ConditionType, Phase } from '../app/schema.ts';
+import { aborted, abortForChecks } from './abort.ts';
 import { type ActionContext, applyIntent } from './actions.ts';
 import { activeManifest, activeServiceName, reconcileServices, servingHash } from './active-service.ts';
 import {
-  cancelRunning,
   cancelStaleRuns,
   type Gate,
+  inconclusiveMessage,
+  isAwaitingPostChecks,
   isSkippingChecks,
   postPromotionGate,
   prePromotionGate,
@@ -51,8 +53,8 @@ import {
   parseTime,
 } from './predicates.ts';
 import { ConditionReason as CR, EventReason as ER } from './reasons.ts';
-import { replicaSetName } from './replicaset.ts';
-import { createReplicaSet, markScaleDown, scaleDownLater, sizeTo } from './replicaset-writes.ts';
+import { revisionStatus } from './replicaset.ts';
+import { createReplicaSet, scaleDownLater, sizeTo } from './replicaset-writes.ts';
 import { specProblems } from './spec-problems.ts';
 
 export type { Plan, PlanInput } from './planner.ts';
@@ -306,7 +308,7 @@ function steady(p: Planner, r: Rollout, desired: Desired): Progress {
     return {
       checks,
       phase: 'Paused',
-      message: `revision ${desired.number} is active, not yet stable: ${inconclusive(gate)}`,
+      message: `revision ${desired.number} is active, not yet stable: ${inconclusiveMessage(gate)}`,
     };
   }
   if (gate.state === 'waiting') {
@@ -324,104 +326,6 @@ function steady(p: Planner, r: Rollout, desired: Desired): Progress {
     };
   }
   return { checks, phase: 'Healthy', message: `revision ${rs.revision} is active` };
-}
-
-const inconclusive = (gate: Gate & { message: string }) =>
-  `${gate.message}; retry runs the checks again, promote --skip-checks accepts the revision, abort returns to stable`;
-
-/** A check failed: the release is aborted as a person would abort it, by teal, saying which check and why. */
-function abortForChecks(p: Planner, r: Rollout, desired: Desired, kind: 'pre' | 'post', message: string): Progress {
-  p.status.abort = { podTemplateHash: desired.hash, revision: desired.number, by: 'teal', via: 'analysis', at: p.now };
-  delete p.status.promotion;
-  emit(p, {
-    type: 'Warning',
-    reason: ER.Aborted,
-    message: `revision ${desired.number} aborted: its ${kind}-promotion checks did not pass: ${message}`,
-  });
-  // Post-promotion: the switch back waits for the next plan, once this abort has landed (see postPromotionGate).
-  if (kind === 'post') {
-    return {
-      checks: { kind, gate: { state: 'failed', message } },
-      phase: 'Degraded',
-      message: abortMessage(p, desired),
-    };
-  }
-  return aborted(p, r, desired);
-}
-
-/**
- * Active stays, or goes back to stable when the aborted revision was active
- * awaiting its post-promotion checks; the aborted revision is scaled down
- * after abortScaleDownDelaySeconds (never, when 0).
- */
-function aborted(p: Planner, r: Rollout, desired: Desired): Progress {
-  const by = p.status.abort?.by;
-  cancelRunning(p, 'pre', `revision ${desired.number} was aborted by ${by}`);
-  cancelRunning(p, 'post', `revision ${desired.number} was aborted by ${by}`);
-  if (desired.hash === r.activeHash && !rollBack(p, r, desired)) {
-    return { phase: 'Degraded', message: abortMessage(p, desired) };
-  }
-  const rs = r.byHash.get(desired.hash);
-  const delay = p.app.spec.strategy.blueGreen.abortScaleDownDelaySeconds;
-  if (rs && rs.specReplicas > 0) {
-    if (delay > 0) scaleDownLater(p, rs, delay, `revision ${rs.revision} was aborted`);
-    else if (rs.scaleDownAt !== undefined) markScaleDown(p, rs, null);
-  }
-  const up = rs && rs.specReplicas > 0;
-  return {
-    ...failedChecks(p, desired),
-    phase: 'Degraded',
-    message: abortMessage(p, desired),
-    // While its pods are up the preview URL still shows what was aborted, as with Argo Rollouts.
-    ...(up ? { previewHash: rs.hash, previewRS: rs } : {}),
-  };
-}
-
-function abortMessage(p: Planner, desired: Desired): string {
-  const { abort, active } = p.status;
-  const why =
-    abort?.via === 'analysis' ? `: ${checksMessage(p, desired) ?? 'a check did not pass'}` : ` by ${abort?.by}`;
-  const back = active?.podTemplateHash === desired.hash ? 'returns to' : 'stays on';
-  return `revision ${desired.number} aborted${why}; active ${back} revision ${active?.revision ?? '-'}`;
-}
-
-/** The message of the run that failed this revision. */
-function checksMessage(p: Planner, desired: Desired): string | undefined {
-  const run = [p.status.postPromotionAnalysis, p.status.prePromotionAnalysis].find(
-    (r) => r?.podTemplateHash === desired.hash && (r.phase === 'Failed' || r.phase === 'Error'),
-  );
-  return run?.message;
-}
-
-function failedChecks(p: Planner, desired: Desired): Pick<Progress, 'checks'> {
-  if (p.status.abort?.via !== 'analysis') return {};
-  const post = p.status.postPromotionAnalysis?.podTemplateHash === desired.hash;
-  return {
-    checks: { kind: post ? 'post' : 'pre', gate: { state: 'failed', message: checksMessage(p, desired) ?? '' } },
-  };
-}
-
-/**
- * Points the active Service back at the stable revision: the abort of a
- * revision awaiting its post-promotion checks. False when there is no stable
- * revision up to return to (the abort stands; nothing moves).
- */
-function rollBack(p: Planner, r: Rollout, desired: Desired): boolean {
-  const { status, app } = p;
-  const stable = status.stable?.podTemplateHash;
-  const rs = stable !== undefined && stable !== desired.hash ? r.byHash.get(stable) : undefined;
-  if (!rs) return false;
-  p.actions.push({ kind: 'applyService', role: 'active', manifest: activeManifest(p, rs.hash) });
-  emit(p, {
-    type: 'Warning',
-    reason: ER.RolledBack,
-    message: `active Service ${activeServiceName(p)} switched back to stable revision ${rs.revision} (was ${desired.number})`,
-  });
-  status.active = revisionStatus(app, rs);
-  const abort = status.abort;
-  status.history = appendHistory(status.history, historyEntry(rs, p.now, abort?.by ?? 'teal', 'abort'));
-  r.activeHash = rs.hash;
-  return true;
 }
 
 /** A revision on its way to active: created, previewed, paused for promotion, promoted, switched. */
@@ -457,16 +361,26 @@ function release(p: Planner, r: Rollout, desired: Desired): Progress {
     return { ...inPreview, checks, previewReady, ...inPreviewProgress(p, desired, gate) };
   }
   sizeTo(p, rs, r.replicas, `promoting revision ${rs.revision}`);
-  if (!isFullyAvailable(rs, r.replicas)) return { ...inPreview, previewReady, ...waitingFor(desired, rs, 'full', r) };
+  if (!isFullyAvailable(rs, r.replicas)) {
+    return { ...inPreview, checks, previewReady, ...waitingFor(desired, rs, 'full', r) };
+  }
   switchActive(p, r, rs);
-  return { phase: 'Healthy', message: `revision ${desired.number} is active` };
+  if (isAwaitingPostChecks(status, desired.hash)) {
+    const message = status.postPromotionAnalysis?.message ?? '';
+    return {
+      checks: { kind: 'post', gate: { state: 'waiting', message } },
+      phase: 'Progressing',
+      message: `revision ${desired.number} is active; post-promotion checks: ${message}`,
+    };
+  }
+  return { checks, phase: 'Healthy', message: `revision ${desired.number} is active` };
 }
 
 /** Ready in preview: waiting for the checks, a person, or autoPromotionSeconds. */
 function inPreviewProgress(p: Planner, desired: Desired, gate: Gate): Pick<Progress, 'phase' | 'message'> {
   const auto = p.app.spec.strategy.blueGreen.autoPromotionEnabled;
   if (gate.state === 'inconclusive') {
-    return { phase: 'Paused', message: `revision ${desired.number} is ready in preview: ${inconclusive(gate)}` };
+    return { phase: 'Paused', message: `revision ${desired.number} is ready in preview: ${inconclusiveMessage(gate)}` };
   }
   if (gate.state === 'waiting') {
     const then = auto ? 'then promoted automatically' : 'then waits for promotion';
@@ -607,16 +521,6 @@ function desiredRevision(p: Planner, r: Pick<Rollout, 'byHash'>): Desired | unde
   }
   if (!input.target) return undefined;
   return { ...input.target, number: revisionNumberFor(input.target.hash, input.observed.replicaSets, status) };
-}
-
-function revisionStatus(app: App, rs: ObservedReplicaSet): RevisionStatus {
-  return {
-    revision: rs.revision,
-    image: rs.image,
-    podTemplateHash: rs.hash,
-    replicaSet: rs.name || replicaSetName(app, rs.hash),
-    ...(rs.commit ? { commit: rs.commit } : {}),
-  };
 }
 
 /** Points the active Service at the saturated revision; the one it replaces goes after scaleDownDelaySeconds. */

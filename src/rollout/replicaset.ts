@@ -1,6 +1,7 @@
 // The ReplicaSet of one revision.
-import type { App } from '../app/schema.ts';
+import type { App, RevisionStatus } from '../app/schema.ts';
 import { ANN_COMMIT, ANN_IMAGE, ANN_REVISION, LABEL_APP, LABEL_HASH, LABEL_MANAGED_BY, MANAGED_BY } from './labels.ts';
+import type { ObservedReplicaSet } from './observed.ts';
 import { ownerReference } from './owner.ts';
 
 export interface Revision {
@@ -62,3 +63,14 @@ export function replicaSetManifest(app: App, revision: Revision, number: number,
 }
 
 export type ReplicaSetManifest = ReturnType<typeof replicaSetManifest>;
+
+/** A revision as status records it (active, preview, stable). */
+export function revisionStatus(app: App, rs: ObservedReplicaSet): RevisionStatus {
+  return {
+    revision: rs.revision,
+    image: rs.image,
+    podTemplateHash: rs.hash,
+    replicaSet: rs.name || replicaSetName(app, rs.hash),
+    ...(rs.commit ? { commit: rs.commit } : {}),
+  };
+}
