@@ -1,0 +1,273 @@
+// Checks after promotion, the skip and the inconclusive pause, end to end: the
+// operator runs as a child process against the real control plane (killed
+// with SIGKILL mid-run where a test says so), web checks ask an HTTP server of
+// the test's on 127.0.0.1 whose answers the test decides, and a watcher checks
+// invariant 1 at every change of an active Service throughout.
+import { execFile } from 'node:child_process';
+import { delimiter, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { Watch } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { AnalysisInput, CheckInput } from '../../src/analysis/schema.ts';
+import type { AppInput } from '../../src/app/schema.ts';
+import { LABEL_HASH } from '../../src/rollout/labels.ts';
+import { e2eApp } from '../fixtures/apps.ts';
+import {
+  createApp,
+  intent,
+  patchSpec,
+  phase,
+  replicaSetOf,
+  type StoredApp,
+  selectorHash,
+  waitForApp,
+  watchActiveServices,
+} from '../support/apps.ts';
+import { type Answering, type CheckServer, startCheckServer } from '../support/http-check-server.ts';
+import { clients, createNamespace, kubeConfig, WAIT_MS, waitFor } from '../support/kube.ts';
+import { type Operator, startOperator } from '../support/operator.ts';
+import { recordReplicaSets } from '../support/parity.ts';
+
+const run = promisify(execFile);
+const BIN = fileURLToPath(new URL('../../bin', import.meta.url));
+const { core } = clients();
+let ns: string;
+let removeNs: () => Promise<void>;
+let operator: Operator;
+let invariant: Awaited<ReturnType<typeof watchActiveServices>>;
+const servers: CheckServer[] = [];
+const stops: (() => void)[] = [];
+
+beforeAll(async () => {
+  ({ name: ns, remove: removeNs } = await createNamespace('analysis-post'));
+  invariant = await watchActiveServices(ns);
+  operator = await startOperator({ namespace: ns });
+});
+
+afterAll(async () => {
+  for (const stop of stops) stop();
+  invariant?.stop();
+  // The operator first: a measurement it still has in flight may not hang on a closed server.
+  await operator?.stop();
+  for (const server of servers) await server.close();
+  await removeNs?.();
+});
+
+// ---- helpers ----
+
+async function serve(answering: Answering): Promise<CheckServer> {
+  const server = await startCheckServer(answering);
+  servers.push(server);
+  return server;
+}
+
+function webCheck(name: string, url: string, more: Partial<CheckInput> = {}): CheckInput {
+  return { name, successCondition: 'result.ok == true', provider: { web: { url } }, ...more };
+}
+
+function app(name: string, blueGreen: Record<string, unknown>): AppInput {
+  return e2eApp(name, { blueGreen: { scaleDownDelaySeconds: 2, abortScaleDownDelaySeconds: 2, ...blueGreen } });
+}
+
+async function released(body: AppInput): Promise<StoredApp> {
+  await createApp(ns, body);
+  return waitForApp(ns, body.metadata.name, 'first release Healthy', phase('Healthy'));
+}
+
+const newImage = (name: string, tag: string) => patchSpec(ns, name, { image: `registry.example.com/team/web:${tag}` });
+const conditionOf = (a: StoredApp, type: string) => a.status?.conditions?.find((c) => c.type === type);
+const activeRevision = (revision: number) => (a: StoredApp) =>
+  phase('Healthy')(a) && a.status?.active?.revision === revision;
+
+/** Every selector the named Service went through, from its current one on: a switch a poll would miss counts. */
+async function recordSelectors(name: string): Promise<string[]> {
+  const seen: string[] = [];
+  const controller = await new Watch(kubeConfig()).watch(
+    `/api/v1/namespaces/${ns}/services`,
+    { fieldSelector: `metadata.name=${name}` },
+    (type, obj: { spec?: { selector?: Record<string, string> } }) => {
+      const hash = obj.spec?.selector?.[LABEL_HASH];
+      if ((type === 'ADDED' || type === 'MODIFIED') && hash && seen.at(-1) !== hash) seen.push(hash);
+    },
+    () => {},
+  );
+  stops.push(() => controller.abort());
+  await waitFor(`the first state of Service ${name}`, async () => seen.length > 0 || undefined);
+  return seen;
+}
+
+/** How many times an Event of this reason was recorded on the App (an Event counts its repeats). */
+async function eventCount(name: string, reason: string): Promise<number> {
+  const list = await core.listNamespacedEvent({
+    namespace: ns,
+    fieldSelector: `involvedObject.name=${name},involvedObject.kind=App,reason=${reason}`,
+  });
+  return list.items.reduce((sum, e) => sum + (e.count ?? 1), 0);
+}
+
+/** `kubectl teal ...` through the real kubectl, which finds the plugin in bin/ on PATH. */
+async function teal(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+  const env = {
+    ...process.env,
+    PATH: [BIN, inject('binDir'), process.env.PATH ?? ''].join(delimiter),
+    KUBECONFIG: inject('kubeconfig'),
+    NO_COLOR: '1',
+  };
+  try {
+    const { stdout, stderr } = await run(join(inject('binDir'), 'kubectl'), ['teal', ...args, '-n', ns], {
+      env,
+      timeout: 2 * WAIT_MS,
+    });
+    return { stdout, stderr, code: 0 };
+  } catch (err) {
+    const e = err as { stdout?: string; stderr?: string; code?: unknown };
+    return { stdout: e.stdout ?? '', stderr: e.stderr ?? '', code: typeof e.code === 'number' ? e.code : -1 };
+  }
+}
+
+const measurement = (a: StoredApp, kind: 'pre' | 'post', n: number) =>
+  (kind === 'pre' ? a.status?.prePromotionAnalysis : a.status?.postPromotionAnalysis)?.checks[0]?.measurements.find(
+    (m) => m.n === n,
+  );
+
+// ---- the scenarios ----
+
+describe('post-promotion checks', () => {
+  it('a failure returns active to stable once and exactly once, across a kill -9 mid-run', async () => {
+    // Measurement 1 passes; measurement 2 is held in flight until the test has killed the operator, then fails.
+    let failing = false;
+    const server = await serve((req) => {
+      if (req.n === 1) return { status: 200, body: { ok: true } };
+      return failing ? { status: 200, body: { ok: false } } : 'hold';
+    });
+    // A generous timeout: the next operator takes over only once the dead one's lease has expired.
+    const check = webCheck('health', `${server.url}/health`, {
+      interval: '2s',
+      count: 3,
+      failureLimit: 0,
+      provider: { web: { method: 'GET', url: `${server.url}/health`, timeoutSeconds: 120 } },
+    });
+    const postPromotionAnalysis: AnalysisInput = { metrics: [check] };
+    await released(app('post', { autoPromotionEnabled: true, postPromotionAnalysis }));
+    const h1 = await selectorHash(ns, 'post');
+    const selectors = await recordSelectors('post');
+    const replicaSets = await recordReplicaSets(ns, 'post');
+    stops.push(replicaSets.stop);
+
+    await newImage('post', '2');
+    const midRun = await waitForApp(
+      ns,
+      'post',
+      'revision 2 active, its post-promotion measurement 2 in flight',
+      (a) => measurement(a, 'post', 2)?.phase === 'Running',
+    );
+    await waitFor('measurement 2 asked of the server', async () => server.requests.length >= 2 || undefined);
+    expect(midRun.status?.active?.revision).toBe(2);
+    expect(midRun.status?.stable?.revision).toBe(1);
+    expect(measurement(midRun, 'post', 1)?.phase).toBe('Successful');
+    const h2 = midRun.status?.active?.podTemplateHash;
+
+    await operator.kill();
+    failing = true;
+    operator = await startOperator({ namespace: ns });
+
+    const back = await waitForApp(
+      ns,
+      'post',
+      'back on revision 1 after the failed check',
+      (a) => a.status?.active?.revision === 1 && a.status.history?.at(-1)?.promotedVia === 'abort',
+    );
+    // A later reconcile has run: the aborted revision went after abortScaleDownDelaySeconds.
+    await waitFor('revision 2 scaled down', async () =>
+      h2 && (await replicaSetOf(ns, 'post', h2))?.spec?.replicas === 0 ? true : undefined,
+    );
+    const settled = await waitForApp(ns, 'post', 'Degraded', phase('Degraded'));
+
+    expect(selectors).toEqual([h1, h2, h1]);
+    expect(await selectorHash(ns, 'post')).toBe(h1);
+    // Stable served throughout: never scaled down, never marked to be.
+    const stableStates = replicaSets.of(h1 ?? '');
+    expect(stableStates.length).toBeGreaterThan(0);
+    expect(stableStates.filter((s) => s.replicas !== 2 || s.scaleDownAt !== undefined)).toEqual([]);
+
+    expect(back.status?.abort).toMatchObject({ revision: 2, by: 'teal', via: 'analysis' });
+    expect(settled.status?.stable?.revision).toBe(1);
+    expect(settled.status?.history?.at(-1)).toMatchObject({ revision: 1, promotedBy: 'teal', promotedVia: 'abort' });
+    expect(settled.status?.history?.filter((h) => h.promotedVia === 'abort')).toHaveLength(1);
+    expect(conditionOf(settled, 'Ready')).toMatchObject({ status: 'False', reason: 'AnalysisFailed' });
+    expect(conditionOf(settled, 'Aborted')).toMatchObject({ status: 'True', reason: 'AnalysisFailed' });
+    // Across the kill, each measurement was taken once: none repeated, none lost.
+    const run = settled.status?.postPromotionAnalysis;
+    expect(run).toMatchObject({ revision: 2, phase: 'Failed' });
+    expect(run?.checks[0]).toMatchObject({ taken: 2, successful: 1, failed: 1 });
+    expect(settled.status?.message).toContain('check "health" failed');
+    expect(await eventCount('post', 'RolledBack')).toBe(1);
+  });
+});
+
+describe('promote --skip-checks', () => {
+  it('promotes while the checks run, cancels them, and history says checksSkipped', async () => {
+    // Never answered: the check runs until the test skips it.
+    const server = await serve(() => 'hold');
+    const check = webCheck('smoke', `${server.url}/smoke`, {
+      provider: { web: { method: 'GET', url: `${server.url}/smoke`, timeoutSeconds: 300 } },
+    });
+    await released(app('skip', { prePromotionAnalysis: { metrics: [check] } }));
+    await newImage('skip', '2');
+    await waitForApp(ns, 'skip', 'checks running', (a) => measurement(a, 'pre', 1)?.phase === 'Running');
+    await waitFor('the check asked of the server', async () => server.requests[0]);
+
+    const refused = await teal('promote', 'skip');
+    expect(refused.code, refused.stdout).not.toBe(0);
+    expect(refused.stderr).toMatch(/--skip-checks/);
+
+    const promoted = await teal('promote', 'skip', '--skip-checks');
+    expect(promoted.code, promoted.stderr).toBe(0);
+    const done = await waitForApp(ns, 'skip', 'revision 2 active', activeRevision(2));
+    expect(done.status?.history?.at(-1)).toMatchObject({ revision: 2, checksSkipped: true });
+    expect(done.status?.prePromotionAnalysis).toMatchObject({ revision: 2, phase: 'Cancelled' });
+    // The request in flight was let go of, not left hanging.
+    await waitFor('the held request abandoned', async () => server.requests[0]?.aborted || undefined);
+    expect(conditionOf(done, 'AnalysisPassed')).toMatchObject({ status: 'True', reason: 'AnalysisSkipped' });
+  });
+});
+
+describe('inconclusive checks', () => {
+  it('pause the release for a person; retry runs the checks again', async () => {
+    let score = 70;
+    const server = await serve(() => ({ status: 200, body: { score } }));
+    const check = webCheck('score', `${server.url}/score`, {
+      successCondition: 'result.score >= 90',
+      failureCondition: 'result.score < 50',
+    });
+    const first = await released(
+      app('unsure', { autoPromotionEnabled: true, prePromotionAnalysis: { metrics: [check] } }),
+    );
+    await newImage('unsure', '2');
+    const paused = await waitForApp(
+      ns,
+      'unsure',
+      'inconclusive, Paused',
+      (a) => a.status?.prePromotionAnalysis?.phase === 'Inconclusive' && phase('Paused')(a),
+    );
+    expect(conditionOf(paused, 'AnalysisPassed')).toMatchObject({ status: 'False', reason: 'AnalysisInconclusive' });
+    expect(paused.status?.abort).toBeUndefined();
+    expect(paused.status?.active?.revision).toBe(1);
+    expect(await selectorHash(ns, 'unsure')).toBe(first.status?.active?.podTemplateHash);
+    expect(await eventCount('unsure', 'AnalysisRunInconclusive')).toBe(1);
+    const inconclusiveRun = paused.status?.prePromotionAnalysis?.id;
+
+    score = 95;
+    await intent(ns, 'unsure', 'retry');
+    const done = await waitForApp(ns, 'unsure', 'revision 2 active', activeRevision(2));
+    expect(done.status?.prePromotionAnalysis).toMatchObject({ revision: 2, phase: 'Successful' });
+    expect(done.status?.prePromotionAnalysis?.id).not.toBe(inconclusiveRun);
+    expect(done.status?.history?.at(-1)).toMatchObject({ revision: 2, promotedVia: 'auto' });
+    expect(server.requests.length).toBeGreaterThanOrEqual(2);
+  });
+});
+
+afterAll(() => {
+  expect(invariant.violations).toEqual([]);
+});
