@@ -69,6 +69,7 @@ export const ActionBodySchemas = {
   promote: z.strictObject({
     revision: z.int().min(1).optional(),
     full: z.boolean().optional(),
+    skipChecks: z.boolean().optional(),
   }),
   abort: z.strictObject({}),
   retry: z.strictObject({}),
@@ -107,12 +108,16 @@ export function parseActionBody(action: Action, body: unknown): Record<string, u
 // Lenient: a field the API cannot read is left out rather than failing the request.
 const RevisionView = z.looseObject({ revision: z.int().min(1), podTemplateHash: z.string().optional() });
 const HistoryView = z.looseObject({ revision: z.int().min(1) });
+// A run of checks is shown as the operator wrote it: by design it holds no secret.
+const RunView = z.looseObject({ id: z.string(), phase: z.string() });
 const StatusView = z.looseObject({
   active: RevisionView.optional().catch(undefined),
   preview: RevisionView.optional().catch(undefined),
   stable: RevisionView.optional().catch(undefined),
   history: z.array(HistoryView).optional().catch(undefined),
   abort: RevisionView.optional().catch(undefined),
+  prePromotionAnalysis: RunView.optional().catch(undefined),
+  postPromotionAnalysis: RunView.optional().catch(undefined),
   handledIntents: z.record(z.string(), z.string().optional()).optional().catch(undefined),
 });
 type StatusView = z.output<typeof StatusView>;
@@ -139,7 +144,7 @@ export interface AppView {
     resourceVersion: string;
     deletionTimestamp?: string;
   };
-  /** The status as the operator wrote it, without the revisions and its intent bookkeeping. */
+  /** The status as the operator wrote it, without the revisions, the runs of checks and its intent bookkeeping. */
   status: Record<string, unknown>;
   revisions: {
     active?: Record<string, unknown>;
@@ -147,12 +152,26 @@ export interface AppView {
     stable?: Record<string, unknown>;
     history: Record<string, unknown>[];
   };
+  /** The latest run of each kind of checks (status.prePromotionAnalysis, postPromotionAnalysis). */
+  analysis: {
+    prePromotion?: Record<string, unknown>;
+    postPromotion?: Record<string, unknown>;
+  };
   /** Actions recorded but not carried out yet, oldest first. */
   pendingIntents: PendingIntent[];
 }
 
 export function appView(app: CachedApp): AppView {
-  const { active, preview, stable, history, handledIntents, ...rest } = readStatus(app.status);
+  const {
+    active,
+    preview,
+    stable,
+    history,
+    handledIntents,
+    prePromotionAnalysis: prePromotion,
+    postPromotionAnalysis: postPromotion,
+    ...rest
+  } = readStatus(app.status);
   const m = app.metadata;
   const pendingIntents = readIntents(m.annotations).intents.flatMap((i) =>
     handledIntents?.[i.action] === i.id ? [] : [{ action: i.action, id: i.id, by: i.by, via: i.via, at: i.at }],
@@ -172,6 +191,10 @@ export function appView(app: CachedApp): AppView {
       ...(preview ? { preview } : {}),
       ...(stable ? { stable } : {}),
       history: history ?? [],
+    },
+    analysis: {
+      ...(prePromotion ? { prePromotion } : {}),
+      ...(postPromotion ? { postPromotion } : {}),
     },
     pendingIntents,
   };
@@ -199,6 +222,7 @@ const actionArgs = (body: Record<string, unknown>): ActionArgs => {
   return {
     revision: int(body.revision),
     full: bool(body.full),
+    skipChecks: bool(body.skipChecks),
     toRevision: int(body.toRevision),
     preview: bool(body.preview),
   };

@@ -69,18 +69,26 @@ export const COMMANDS: readonly CommandSpec[] = [
   ),
   command(
     'promote',
-    'APP [--full] [--revision N]',
+    'APP [--full] [--revision N] [--skip-checks]',
     'Promote the revision in preview to active',
     ['APP'],
     {
       full: { type: 'boolean', help: 'skip the remaining waits' },
+      'skip-checks': {
+        type: 'boolean',
+        help: 'promote without waiting for the checks (prePromotionAnalysis); recorded in history',
+      },
       revision: {
         type: 'string',
         value: 'N',
         help: 'promote only if revision N is the one in preview (refused otherwise)',
       },
     },
-    ['kubectl teal promote weather', 'kubectl teal promote weather --revision 7'],
+    [
+      'kubectl teal promote weather',
+      'kubectl teal promote weather --revision 7',
+      'kubectl teal promote weather --skip-checks',
+    ],
   ),
   command(
     'abort',
@@ -162,6 +170,7 @@ export interface Flags {
   help: boolean;
   watch: boolean;
   full: boolean;
+  skipChecks: boolean;
   revision: number | undefined;
   toRevision: number | undefined;
   preview: boolean;
@@ -272,6 +281,7 @@ function flagsOf(spec: CommandSpec, values: Values): Flags {
     help: false,
     watch: bool('watch'),
     full: bool('full'),
+    skipChecks: bool('skip-checks'),
     revision: positiveInt(str('revision'), 'revision', spec.name),
     toRevision: positiveInt(str('to-revision'), 'to-revision', spec.name),
     preview: bool('preview'),

@@ -62,6 +62,7 @@ export function statusIcon(status: string): { icon: string; colour: Colour | und
     case 'Running':
     case 'Succeeded':
     case 'Completed':
+    case 'Successful':
       return { icon: '✔', colour: 'green' };
     case 'Paused':
       return { icon: '॥', colour: 'grey' };
@@ -72,6 +73,10 @@ export function statusIcon(status: string): { icon: string; colour: Colour | und
     case 'ImagePullBackOff':
     case 'ErrImagePull':
       return { icon: '✖', colour: 'red' };
+    case 'Inconclusive':
+      return { icon: '?', colour: 'yellow' };
+    case 'Cancelled':
+      return { icon: '⊘', colour: 'grey' };
     case 'ScaledDown':
       return { icon: '•', colour: undefined };
     case 'Terminating':
@@ -84,4 +89,9 @@ export function statusIcon(status: string): { icon: string; colour: Colour | und
 export function showStatus(status: string, colour: boolean): string {
   const { icon, colour: c } = statusIcon(status);
   return paint(`${icon} ${status}`, c, colour);
+}
+
+/** The status of something that finishes (a run of checks, a measurement): Running is not yet a success. */
+export function showProgress(status: string, colour: boolean): string {
+  return status === 'Running' ? paint('◌ Running', 'yellow', colour) : showStatus(status, colour);
 }

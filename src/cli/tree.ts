@@ -2,10 +2,11 @@
 // `kubectl argo rollouts get rollout`. The view is built first (also what
 // -o json|yaml prints), then rendered.
 import type { V1Job, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
+import type { AnalysisKind, AppAnalysisRun } from '../app/schema.ts';
 import { ANN_COMMIT, ANN_IMAGE, ANN_REVISION, LABEL_HASH } from '../rollout/labels.ts';
 import type { AppObject } from './kube.ts';
 import { since } from './kube.ts';
-import { age, paint, showStatus, table } from './output.ts';
+import { age, type Colour, paint, showProgress, showStatus, table } from './output.ts';
 
 export type Mark = 'active' | 'preview' | 'stable';
 
@@ -40,7 +41,14 @@ export interface RevisionView {
   /** The ReplicaSet the status names, shown when replicaSet is missing. */
   replicaSetName?: string;
   pods: PodView[];
+  /** The runs of checks on this revision, pre-promotion first: status as the operator wrote it. */
+  analysis?: AnalysisRunView[];
+  /** Promoted with --skip-checks (or --full) before its checks passed, as history records. */
+  checksSkipped?: true;
 }
+
+/** A run of checks (status.prePromotionAnalysis or postPromotionAnalysis), with which of the two it is. */
+export type AnalysisRunView = AppAnalysisRun & { kind: AnalysisKind };
 
 export interface BuildView {
   job: string;
@@ -171,6 +179,35 @@ function revisionViews(
   return revisions;
 }
 
+/**
+ * Each run of checks under the revision it checks: by hash, else by number;
+ * a revision known only from its run gets a place of its own.
+ */
+function placeRuns(status: NonNullable<AppObject['status']>, revisions: Map<string, RevisionView>): void {
+  const runs: AnalysisRunView[] = [];
+  if (status.prePromotionAnalysis) runs.push({ ...status.prePromotionAnalysis, kind: 'pre' });
+  if (status.postPromotionAnalysis) runs.push({ ...status.postPromotionAnalysis, kind: 'post' });
+  for (const run of runs) {
+    let view = revisions.get(run.podTemplateHash) ?? [...revisions.values()].find((r) => r.revision === run.revision);
+    if (!view) {
+      view = { revision: run.revision, marks: [], podTemplateHash: run.podTemplateHash, image: '', pods: [] };
+      revisions.set(run.podTemplateHash, view);
+    }
+    view.analysis = [...(view.analysis ?? []), run];
+  }
+}
+
+/** Marks the revisions history says were promoted without their checks. */
+function markSkippedChecks(status: NonNullable<AppObject['status']>, revisions: Map<string, RevisionView>): void {
+  for (const entry of status.history ?? []) {
+    if (!entry.checksSkipped) continue;
+    const view = entry.podTemplateHash
+      ? revisions.get(entry.podTemplateHash)
+      : [...revisions.values()].find((r) => r.revision === entry.revision);
+    if (view) view.checksSkipped = true;
+  }
+}
+
 /** The current build from status, dated by its Job when that is still there. */
 function buildView(status: NonNullable<AppObject['status']>, jobs: V1Job[]): BuildView | undefined {
   const build = status.build;
@@ -208,6 +245,8 @@ export function appView(
 ): AppView {
   const status = app.status ?? {};
   const revisions = revisionViews(replicaSets, status);
+  placeRuns(status, revisions);
+  markSkippedChecks(status, revisions);
   const build = buildView(status, jobs);
   placePods(pods, revisions, build);
   const git = app.spec.source?.git;
@@ -266,6 +305,15 @@ function summaryLines(view: AppView, colour: boolean): string[] {
   lines.push(field('Strategy', 'BlueGreen'));
   if (view.source) lines.push(field('Source', view.source));
   if (view.build?.message) lines.push(field('Build', `${view.build.phase}: ${view.build.message}`));
+  for (const run of runsOf(view)) {
+    const message = run.message ? ` - ${run.message}` : '';
+    lines.push(
+      field(
+        'Checks',
+        `${RUN_NAMES[run.kind]} of revision ${run.revision}: ${showProgress(run.phase, colour)}${message}`,
+      ),
+    );
+  }
   const images = view.revisions
     .filter((r) => r.marks.length > 0)
     .map((r) => `${r.image} (${sortedMarks(r.marks).join(', ')})`);
@@ -288,12 +336,15 @@ function summaryLines(view: AppView, colour: boolean): string[] {
   return lines;
 }
 
-/** The tree below: the App, its build Job, and each revision with its ReplicaSet and pods. */
+/** The tree below: the App, its build Job, and each revision with its ReplicaSet, pods and checks. */
 function treeRows(view: AppView, colour: boolean, now: number): string[][] {
   const ago = (t: string | undefined) => age(since(t, now));
   const rows: string[][] = [];
   const row: Row = (prefix, icon, name, kind, status, t, info) =>
     rows.push([`${prefix}${icon} ${name}`, kind, status ? showStatus(status, colour) : '', t ? ago(t) : '', info]);
+  const step: Row = (prefix, icon, name, kind, status, t, info) =>
+    rows.push([`${prefix}${icon} ${name}`, kind, status ? showProgress(status, colour) : '', t ? ago(t) : '', info]);
+  const draw: Draw = { row, step, raw: (cells) => rows.push(cells), colour };
   row('', '⟳', view.name, 'App', view.phase, view.createdAt, '');
 
   const children: ((prefix: string, last: boolean) => void)[] = [];
@@ -316,39 +367,131 @@ function treeRows(view: AppView, colour: boolean, now: number): string[][] {
     });
   }
   for (const revision of view.revisions) {
-    children.push((prefix, last) => {
-      const marks = sortedMarks(revision.marks).join(',');
-      const shownMarks = marks ? paint(marks, 'blue', colour) : '';
-      rows.push([`${prefix}${last ? '└──' : '├──'}# revision:${revision.revision}`, '', '', '', '']);
-      const inner = `${prefix}${last ? '   ' : '│  '}`;
-      const rs = revision.replicaSet;
-      if (!rs) {
-        const gone = !view.hidden?.includes('replicasets');
-        const what = `${revision.replicaSetName ?? ''}${gone ? ' (gone)' : ''}`.trim();
-        rows.push([`${inner}└──⧉ ${what}`, 'ReplicaSet', gone ? '' : '? not allowed', '', shownMarks]);
-        return;
-      }
-      // Like kubectl argo rollouts, the marks; and the count while pods are still coming up.
-      const progress = rs.status === 'Progressing' ? `${rs.available}/${rs.desired} available` : '';
-      row(
-        `${inner}└──`,
-        '⧉',
-        rs.name,
-        'ReplicaSet',
-        rs.status,
-        rs.createdAt,
-        [shownMarks, progress].filter(Boolean).join(' '),
-      );
-      const podPrefix = `${inner}   `;
-      revision.pods.forEach((pod, i) => {
-        podRow(row, `${podPrefix}${i === revision.pods.length - 1 ? '└──' : '├──'}`, pod);
-      });
-    });
+    children.push((prefix, last) => revisionRows(draw, view, revision, prefix, last));
   }
-  children.forEach((draw, i) => {
-    draw('', i === children.length - 1);
+  children.forEach((drawChild, i) => {
+    drawChild('', i === children.length - 1);
   });
   return rows;
+}
+
+/**
+ * What drawing a part of the tree needs: a row with status and age, the same
+ * for a step of the checks (Running not yet a success), a row as given, and
+ * whether to colour.
+ */
+interface Draw {
+  row: Row;
+  step: Row;
+  raw: (cells: string[]) => void;
+  colour: boolean;
+}
+
+/** A revision: its ReplicaSet with the pods, then its runs of checks. */
+function revisionRows(draw: Draw, view: AppView, revision: RevisionView, prefix: string, last: boolean): void {
+  const marks = sortedMarks(revision.marks).join(',');
+  const shownMarks = marks ? paint(marks, 'blue', draw.colour) : '';
+  const skipped = revision.checksSkipped ? 'checks skipped' : '';
+  draw.raw([`${prefix}${last ? '└──' : '├──'}# revision:${revision.revision}`, '', '', '', skipped]);
+  const inner = `${prefix}${last ? '   ' : '│  '}`;
+  const runs = revision.analysis ?? [];
+  const branch = (lastChild: boolean) => `${inner}${lastChild ? '└──' : '├──'}`;
+  const rs = revision.replicaSet;
+  if (!rs && revision.replicaSetName !== undefined) {
+    const gone = !view.hidden?.includes('replicasets');
+    const what = `${revision.replicaSetName}${gone ? ' (gone)' : ''}`.trim();
+    draw.raw([`${branch(runs.length === 0)}⧉ ${what}`, 'ReplicaSet', gone ? '' : '? not allowed', '', shownMarks]);
+  } else if (rs) {
+    // Like kubectl argo rollouts, the marks; and the count while pods are still coming up.
+    const progress = rs.status === 'Progressing' ? `${rs.available}/${rs.desired} available` : '';
+    const info = [shownMarks, progress].filter(Boolean).join(' ');
+    draw.row(branch(runs.length === 0), '⧉', rs.name, 'ReplicaSet', rs.status, rs.createdAt, info);
+    const podPrefix = `${inner}${runs.length === 0 ? '   ' : '│  '}`;
+    revision.pods.forEach((pod, i) => {
+      podRow(draw.row, `${podPrefix}${i === revision.pods.length - 1 ? '└──' : '├──'}`, pod);
+    });
+  }
+  runs.forEach((run, i) => {
+    runRows(draw, run, inner, i === runs.length - 1);
+  });
+}
+
+/** Measurements shown per check: the latest; -o yaml has the ten status keeps. */
+const SHOWN_MEASUREMENTS = 3;
+
+export const RUN_NAMES: Record<AnalysisKind, string> = {
+  pre: 'pre-promotion checks',
+  post: 'post-promotion checks',
+};
+
+/** A run of checks, each check under it, and each check's latest measurements under that. */
+function runRows(draw: Draw, run: AnalysisRunView, prefix: string, last: boolean): void {
+  const checks = run.checks ?? [];
+  const total = checks.reduce(
+    (sum, c) => ({
+      successful: sum.successful + c.successful,
+      failed: sum.failed + c.failed,
+      inconclusive: sum.inconclusive + c.inconclusive,
+      error: sum.error + c.error,
+    }),
+    { successful: 0, failed: 0, inconclusive: 0, error: 0 },
+  );
+  const runBranch = `${prefix}${last ? '└──' : '├──'}`;
+  draw.step(runBranch, '⊞', RUN_NAMES[run.kind], 'Analysis', run.phase, run.startedAt, tally(total, draw.colour));
+  const inner = `${prefix}${last ? '   ' : '│  '}`;
+  checks.forEach((check, i) => {
+    const lastCheck = i === checks.length - 1;
+    const info = [check.provider ?? '', tally(check, draw.colour), check.message ? shorten(check.message, 80) : '']
+      .filter(Boolean)
+      .join(' ');
+    draw.step(`${inner}${lastCheck ? '└──' : '├──'}`, '⊡', check.name, 'Check', check.phase, undefined, info);
+    const shown = [...(check.measurements ?? [])].sort((a, b) => a.n - b.n).slice(-SHOWN_MEASUREMENTS);
+    const under = `${inner}${lastCheck ? '   ' : '│  '}`;
+    shown.forEach((m, j) => {
+      const said = [
+        m.value !== undefined ? `value:${shorten(m.value, 40)}` : '',
+        m.message ? shorten(m.message, 60) : '',
+      ]
+        .filter(Boolean)
+        .join(' ');
+      draw.step(
+        `${under}${j === shown.length - 1 ? '└──' : '├──'}`,
+        '∙',
+        `#${m.n}`,
+        'Measurement',
+        m.phase,
+        m.startedAt,
+        said,
+      );
+    });
+  });
+}
+
+interface Tally {
+  successful: number;
+  failed: number;
+  inconclusive: number;
+  error: number;
+}
+
+/** Measurements by outcome, the ones that happened: ✔ 2 ✖ 1 ? 1 ⚠ 1. */
+function tally(t: Tally, colour: boolean): string {
+  const parts: [number, string, Colour][] = [
+    [t.successful, '✔', 'green'],
+    [t.failed, '✖', 'red'],
+    [t.inconclusive, '?', 'yellow'],
+    [t.error, '⚠', 'red'],
+  ];
+  return parts
+    .filter(([n]) => n > 0)
+    .map(([n, icon, c]) => `${paint(icon, c, colour)} ${n}`)
+    .join(' ');
+}
+
+/** One line, at most `max` characters: a tree row is no place for a paragraph. */
+function shorten(text: string, max: number): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length <= max ? line : `${line.slice(0, max - 1)}…`;
 }
 
 type Row = (
@@ -372,5 +515,8 @@ function podRow(row: Row, prefix: string, pod: PodView): void {
     `ready:${pod.ready}${pod.restarts > 0 ? `,restarts:${pod.restarts}` : ''}`,
   );
 }
+
+const runsOf = (view: AppView): AnalysisRunView[] =>
+  view.revisions.flatMap((r) => r.analysis ?? []).sort((a, b) => (a.kind === b.kind ? 0 : a.kind === 'pre' ? -1 : 1));
 
 const sortedMarks = (marks: readonly Mark[]): Mark[] => MARK_ORDER.filter((m) => marks.includes(m));

@@ -133,6 +133,26 @@ export class Metrics {
     labelNames: ['reason'],
     registers: [this.registry],
   });
+  readonly analysisRuns = new Counter({
+    name: 'teal_analysis_runs_total',
+    help: 'Runs of checks that ended, by kind (pre or post promotion) and phase',
+    labelNames: ['kind', 'phase'],
+    registers: [this.registry],
+  });
+  readonly analysisMeasurements = new Counter({
+    name: 'teal_analysis_measurements_total',
+    help: 'Measurements of checks that ended, by provider (job, web, prometheus) and phase',
+    labelNames: ['provider', 'phase'],
+    registers: [this.registry],
+  });
+  readonly analysisMeasurementDuration = new Histogram({
+    name: 'teal_analysis_measurement_duration_seconds',
+    help: 'From the start of a measurement to its result, by provider',
+    labelNames: ['provider'],
+    // A web or prometheus check answers in milliseconds to seconds; a job check takes minutes.
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200],
+    registers: [this.registry],
+  });
   readonly apps = new Gauge({
     name: 'teal_apps',
     help: 'Apps by phase',

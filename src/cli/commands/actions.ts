@@ -9,6 +9,7 @@ import { type Action, type Intent, IntentSchema, intentAnnotation } from '../../
 import {
   type Allowed,
   actionVerdict,
+  type ChecksView,
   type Refused,
   UNKNOWN,
   type Unknown,
@@ -19,7 +20,7 @@ import type { Flags } from '../args.ts';
 import { CliError, EXIT } from '../errors.ts';
 import { type AppObject, Session } from '../kube.ts';
 
-type Extra = Pick<Intent, 'revision' | 'full' | 'toRevision' | 'preview'>;
+type Extra = Pick<Intent, 'revision' | 'full' | 'skipChecks' | 'toRevision' | 'preview'>;
 
 const label = (app: AppObject) => `App "${app.metadata.name}"`;
 
@@ -57,7 +58,7 @@ function refusal(app: AppObject, action: Action, refused: Refused): CliError {
     case 'already-active':
       return new CliError(`revision ${refused.revision} is already active in ${label(app)}`);
     case 'checks-not-passed':
-      return new CliError(`${label(app)}: ${refused.reason}`);
+      return new CliError(checksRefusal(app, refused));
     case 'paused-by-spec':
       return new CliError(
         `${label(app)} is paused by spec.paused: set it to false (kubectl patch apps.teal.dev ${name} --type merge -p '{"spec":{"paused":false}}')`,
@@ -65,12 +66,44 @@ function refusal(app: AppObject, action: Action, refused: Refused): CliError {
   }
 }
 
+const CHECKS_STATE: Record<ChecksView['phase'], string> = {
+  NotStarted: 'have not started yet (they start once the preview is available)',
+  Running: 'are still running',
+  Successful: 'passed',
+  Failed: 'failed',
+  Error: 'could not be measured',
+  Inconclusive: 'were inconclusive',
+  Cancelled: 'were cancelled',
+};
+
+/**
+ * A promotion refused because the checks have not passed: where they stand,
+ * where to see them, and the ways forward. The rules' own reason is the
+ * fallback when the status does not say which checks these are.
+ */
+function checksRefusal(app: AppObject, refused: Refused): string {
+  const name = app.metadata.name;
+  const checks = viewOfApp(app, UNKNOWN).checks;
+  const see = `see them with "kubectl teal get ${name}"`;
+  const skip = `"kubectl teal promote ${name} --skip-checks" promotes without them (recorded in history)`;
+  if (checks === UNKNOWN || checks === undefined) return `${label(app)} cannot be promoted: ${refused.reason}; ${see}`;
+  const which = checks.stage === 'pre' ? 'pre-promotion' : 'post-promotion';
+  const detail = checks.message ? ` (${checks.message})` : '';
+  const again =
+    checks.phase === 'Inconclusive' || checks.phase === 'Cancelled'
+      ? `; "kubectl teal retry ${name}" runs them again`
+      : '';
+  return `${label(app)} cannot be promoted yet: the ${which} checks of revision ${checks.revision.revision} ${CHECKS_STATE[checks.phase]}${detail}; ${see}${again}; ${skip}`;
+}
+
 /** What the CLI says it asked for. */
 function requested(action: Action, allowed: Allowed, flags: Flags): string {
   const of = allowed.revision !== undefined ? ` of revision ${allowed.revision}` : '';
   switch (action) {
-    case 'promote':
-      return `promotion${of}${flags.full ? ' (full)' : ''} requested`;
+    case 'promote': {
+      const how = [flags.full ? 'full' : '', flags.skipChecks ? 'checks skipped' : ''].filter(Boolean).join(', ');
+      return `promotion${of}${how ? ` (${how})` : ''} requested`;
+    }
     case 'abort':
       return `abort${of} requested`;
     case 'retry':
@@ -113,7 +146,11 @@ export function decide(
   // As with the HTTP API, the arguments travel with the intent: the operator decides again on them.
   const extra: Extra =
     action === 'promote'
-      ? { ...(flags.revision !== undefined ? { revision: flags.revision } : {}), ...(flags.full ? { full: true } : {}) }
+      ? {
+          ...(flags.revision !== undefined ? { revision: flags.revision } : {}),
+          ...(flags.full ? { full: true } : {}),
+          ...(flags.skipChecks ? { skipChecks: true } : {}),
+        }
       : action === 'undo'
         ? {
             ...(flags.toRevision !== undefined ? { toRevision: flags.toRevision } : {}),

@@ -2,10 +2,12 @@
 // code scripts can use: 0 Healthy, 1 Degraded, 2 Paused, 3 timeout.
 import { parseDuration } from '../../app/duration.ts';
 import { readIntents } from '../../app/intents.ts';
+import type { AnalysisKind, AppAnalysisRun } from '../../app/schema.ts';
 import type { Flags } from '../args.ts';
 import { CliError, EXIT, UsageError } from '../errors.ts';
 import { type AppObject, oneAtATime, Session } from '../kube.ts';
-import { formatData, showStatus, useColour } from '../output.ts';
+import { formatData, showProgress, showStatus, useColour } from '../output.ts';
+import { RUN_NAMES } from '../tree.ts';
 
 const DEFAULT_TIMEOUT = '5m';
 
@@ -17,15 +19,27 @@ function pendingIntents(app: AppObject): string[] {
     .map((i) => i.action);
 }
 
+/** The run of checks started last, pre- or post-promotion, with which it is. */
+function latestRun(app: AppObject): (AppAnalysisRun & { kind: AnalysisKind }) | undefined {
+  const { prePromotionAnalysis: pre, postPromotionAnalysis: post } = app.status ?? {};
+  if (pre && post) return post.startedAt >= pre.startedAt ? { ...post, kind: 'post' } : { ...pre, kind: 'pre' };
+  if (post) return { ...post, kind: 'post' };
+  return pre ? { ...pre, kind: 'pre' } : undefined;
+}
+
 /**
  * Settled: the operator has seen the current spec (observedGeneration) and
  * every action recorded so far, and the phase is one that waits for a person
- * or is final until something changes.
+ * or is final until something changes. Paused while checks still run is not
+ * waiting for a person yet (unless one paused it): their result decides.
  */
-function settled(app: AppObject): 'Healthy' | 'Paused' | 'Degraded' | undefined {
+export function settled(app: AppObject): 'Healthy' | 'Paused' | 'Degraded' | undefined {
   const status = app.status;
   if (!status?.phase || status.observedGeneration !== app.metadata.generation) return undefined;
   if (pendingIntents(app).length > 0) return undefined;
+  if (status.phase === 'Paused' && latestRun(app)?.phase === 'Running' && !status.pause && !app.spec.paused) {
+    return undefined;
+  }
   if (status.phase === 'Healthy' || status.phase === 'Paused' || status.phase === 'Degraded') return status.phase;
   return undefined;
 }
@@ -44,7 +58,11 @@ export async function status(args: string[], flags: Flags): Promise<number> {
   const colour = useColour();
   const human = flags.output === undefined;
   let said = '';
+  let saidChecks = '';
   const say = (app: AppObject) => {
+    const checks = checksLine(app, colour);
+    if (human && checks !== saidChecks && checks !== '') process.stdout.write(`${checks}\n`);
+    saidChecks = checks;
     const line = statusLine(app, colour);
     if (human && line !== said) process.stdout.write(`${line}\n`);
     said = line;
@@ -94,6 +112,29 @@ function statusLine(app: AppObject, colour: boolean): string {
   return `${showStatus(phase, colour)}${app.status?.message ? ` - ${app.status.message}` : ''}${paused}${waiting}`;
 }
 
+/** The line `status` prints about the checks, when a run of them exists: which, of what, where it stands. */
+export function checksLine(app: AppObject, colour: boolean): string {
+  const run = latestRun(app);
+  if (!run) return '';
+  const message = run.message ? ` - ${run.message}` : '';
+  return `checks: ${RUN_NAMES[run.kind]} of revision ${run.revision}: ${showProgress(run.phase, colour)}${message}`;
+}
+
+/** Why a Paused App waits, in a sentence, with the command that carries on. */
+export function pausedWhy(app: AppObject, name: string): string {
+  const pause = app.status?.pause;
+  const preview = app.status?.preview;
+  if (pause) return `: paused by ${pause.by}; "kubectl teal resume ${name}" carries on`;
+  if (!preview) return '';
+  const run = app.status?.prePromotionAnalysis;
+  const checked = run && (run.podTemplateHash === preview.podTemplateHash || run.revision === preview.revision);
+  if (checked && (run.phase === 'Inconclusive' || run.phase === 'Cancelled')) {
+    const how = run.phase === 'Inconclusive' ? 'were inconclusive' : 'were cancelled';
+    return `: the pre-promotion checks of revision ${preview.revision} ${how}; "kubectl teal retry ${name}" runs them again, "kubectl teal promote ${name} --skip-checks" promotes without them`;
+  }
+  return `: revision ${preview.revision} waits for "kubectl teal promote ${name}"`;
+}
+
 /** What `status` prints once the App settled or the wait timed out: the data with -o, else a sentence when there is one. */
 function outcomeText(app: AppObject, name: string, result: string, code: number, flags: Flags): string {
   if (flags.output) {
@@ -110,22 +151,21 @@ function outcomeText(app: AppObject, name: string, result: string, code: number,
         active: app.status?.active?.revision,
         preview: app.status?.preview?.revision,
         conditions: app.status?.conditions ?? [],
+        ...analysisOf(app),
       },
       flags.output,
     );
   }
-  if (result === 'Paused') {
-    const pause = app.status?.pause;
-    const preview = app.status?.preview;
-    const why = pause
-      ? `: paused by ${pause.by}; "kubectl teal resume ${name}" carries on`
-      : preview
-        ? `: revision ${preview.revision} waits for "kubectl teal promote ${name}"`
-        : '';
-    return `App "${name}" is Paused${why}\n`;
-  }
+  if (result === 'Paused') return `App "${name}" is Paused${pausedWhy(app, name)}\n`;
   if (result === 'timeout') {
     return `timed out after ${flags.timeout ?? DEFAULT_TIMEOUT} waiting for App "${name}" to settle\n`;
   }
   return '';
+}
+
+/** The runs of checks, as the HTTP API names them; nothing when there are none, so -o stays as it was. */
+function analysisOf(app: AppObject): { analysis?: { prePromotion?: AppAnalysisRun; postPromotion?: AppAnalysisRun } } {
+  const { prePromotionAnalysis: pre, postPromotionAnalysis: post } = app.status ?? {};
+  if (!pre && !post) return {};
+  return { analysis: { ...(pre ? { prePromotion: pre } : {}), ...(post ? { postPromotion: post } : {}) } };
 }
