@@ -27,6 +27,8 @@ export function abortForChecks(
   });
   // Post-promotion: the switch back waits for the next plan, once this abort has landed (see postPromotionGate).
   if (kind === 'post') {
+    // A status write wakes no reconcile: ask for the next plan at once, so the switch back follows.
+    p.wakeAt.push(p.nowMs);
     return {
       checks: { kind, gate: { state: 'failed', message } },
       phase: 'Degraded',

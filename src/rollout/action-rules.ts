@@ -163,10 +163,15 @@ function promoteVerdict(args: ActionArgs, view: ActionView): Verdict {
   const post = postChecks(view);
   if (!flight && post) {
     if (args.revision !== undefined && args.revision !== post.revision.revision) {
-      return refuse('not-in-preview', true, `revision ${args.revision} is not the one being checked (revision ${post.revision.revision} is); nothing changed`, {
-        revision: args.revision,
-        inFlight: post.revision.revision,
-      });
+      return refuse(
+        'not-in-preview',
+        true,
+        `revision ${args.revision} is not the one being checked (revision ${post.revision.revision} is); nothing changed`,
+        {
+          revision: args.revision,
+          inFlight: post.revision.revision,
+        },
+      );
     }
     return checksPassedOrSkipped(args, post) ?? allow({ revision: post.revision.revision });
   }
@@ -405,8 +410,12 @@ export function viewOfApp(
 interface ChecksStatus {
   active?: { revision: number; podTemplateHash?: string | undefined } | undefined;
   stable?: { revision: number; podTemplateHash?: string | undefined } | undefined;
-  prePromotionAnalysis?: { revision: number; podTemplateHash?: string | undefined; phase: RunPhase; message?: string | undefined } | undefined;
-  postPromotionAnalysis?: { revision: number; podTemplateHash?: string | undefined; phase: RunPhase; message?: string | undefined } | undefined;
+  prePromotionAnalysis?:
+    | { revision: number; podTemplateHash?: string | undefined; phase: RunPhase; message?: string | undefined }
+    | undefined;
+  postPromotionAnalysis?:
+    | { revision: number; podTemplateHash?: string | undefined; phase: RunPhase; message?: string | undefined }
+    | undefined;
 }
 
 /**

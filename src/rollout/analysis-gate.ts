@@ -80,6 +80,10 @@ export function prePromotionGate(p: Planner, desired: Desired, previewReady: boo
     );
     return OPEN_NONE;
   }
+  const passed = p.status.prePromotionAnalysis;
+  // --full after the checks passed skips nothing that still stood.
+  if (passed?.podTemplateHash === desired.hash && passed.phase === 'Successful')
+    return { state: 'open', why: 'passed' };
   if (isSkippingChecks(p.status, desired.hash)) {
     cancelRunning(
       p,
@@ -249,7 +253,14 @@ function advance(p: Planner, kind: AnalysisKind, spec: RunSpec, run: AppAnalysis
     const { type: _, check: __, ...measurement } = action;
     p.measure.push({ ...measurement, kind, check, args: spec.args, builtins });
   }
-  const next: AppAnalysisRun = { ...step.state, revision: run.revision, podTemplateHash: run.podTemplateHash };
+  // While it runs, its message says where it stands: the measurement under way, or when the next is due.
+  const message = step.state.phase === 'Running' ? { message: step.verdict.message } : {};
+  const next: AppAnalysisRun = {
+    ...step.state,
+    ...message,
+    revision: run.revision,
+    podTemplateHash: run.podTemplateHash,
+  };
   p.status[FIELD[kind]] = next;
   reportMeasurements(p, kind, run.revision, before, next);
   if (before.phase === 'Running' && next.phase !== 'Running') reportEnd(p, kind, next);
@@ -386,12 +397,16 @@ export function reportAnalysis(
   const run = [p.status.postPromotionAnalysis, p.status.prePromotionAnalysis].find(
     (r) => r !== undefined && r.podTemplateHash === desired?.hash,
   );
-  if (run) {
+  // Promoted with the checks skipped: the run the skip cancelled is not the last word.
+  const skipped =
+    desired !== undefined &&
+    (isSkippingChecks(p.status, desired.hash) ||
+      (p.status.history ?? []).findLast((h) => h.podTemplateHash === desired.hash)?.checksSkipped === true);
+  if (run && !(skipped && run.phase === 'Cancelled')) {
     const { status, reason } = RUN_REASON[run.phase];
     condition(p, 'AnalysisPassed', status, reason, `${run.id}: ${run.message ?? run.phase}`);
     return;
   }
-  const skipped = (p.status.history ?? []).findLast((h) => h.podTemplateHash === desired?.hash)?.checksSkipped;
   if (skipped)
     condition(
       p,

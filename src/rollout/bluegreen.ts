@@ -190,10 +190,14 @@ function settleActiveService(p: Planner, r: Rollout): void {
   const recorded = status.active?.podTemplateHash;
   const served = r.activeHash ? r.byHash.get(r.activeHash) : undefined;
   if (r.activeHash !== recorded && served) {
+    // A roll back whose status was lost is told as the roll back, once, as the plan that made it would have.
+    const back = isRollBackTo(status, served.hash);
     emit(p, {
-      type: 'Normal',
-      reason: ER.SwitchRecorded,
-      message: `active Service ${activeServiceName(p)} already selects revision ${served.revision}: recording the switch`,
+      type: back ? 'Warning' : 'Normal',
+      reason: back ? ER.RolledBack : ER.SwitchRecorded,
+      message: back
+        ? `active Service ${activeServiceName(p)} switched back to stable revision ${served.revision} (was ${status.active?.revision})`
+        : `active Service ${activeServiceName(p)} already selects revision ${served.revision}: recording the switch`,
     });
     // The plan that switched also started the post-promotion checks: start them now, as it would have.
     const desired = r.desired?.hash === served.hash ? r.desired : undefined;
@@ -566,7 +570,11 @@ function recordActivation(
     ? 'abort'
     : (promotion?.via ?? (pin ? 'undo' : status.active ? (fastTrack ? 'fast-track' : 'auto') : 'first-release'));
   const by = (rollBack ? status.abort?.by : undefined) ?? promotion?.by ?? pin?.by ?? 'teal';
-  const skipped = isSkippingChecks(status, rs.hash) && (p.runs.pre !== undefined || p.runs.post !== undefined);
+  // --full after the pre-promotion checks passed skips only the post-promotion ones, if any.
+  const pre = status.prePromotionAnalysis;
+  const prePassed = pre?.podTemplateHash === rs.hash && pre.phase === 'Successful';
+  const skipped =
+    isSkippingChecks(status, rs.hash) && (p.runs.post !== undefined || (p.runs.pre !== undefined && !prePassed));
   status.active = revisionStatus(app, rs);
   if (!postChecks) status.stable = revisionStatus(app, rs);
   const entry = historyEntry(rs, p.now, by, via);

@@ -46,12 +46,20 @@ export function isFastTracked(
   nowMs: number,
 ): boolean {
   const pinned = status.pin?.podTemplateHash === hash && !status.pin.preview;
+  const served = hasServed(status, hash, rs?.revision);
   return (
     activeHash === undefined ||
-    (pinned && hasServed(status, hash, rs?.revision)) ||
+    (pinned && served) ||
     status.stable?.podTemplateHash === hash ||
-    isWithinScaleDownDelay(rs, nowMs)
+    (served && !isRolledBackFrom(status, hash) && isWithinScaleDownDelay(rs, nowMs))
   );
+}
+
+/** Went active and was switched back from (a failed post-promotion check, or abort during them): not known good. */
+export function isRolledBackFrom(status: AppStatus, hash: string): boolean {
+  const history = status.history ?? [];
+  const at = history.findLastIndex((h) => h.podTemplateHash === hash);
+  return at >= 0 && history[at + 1]?.promotedVia === 'abort';
 }
 
 /** A person (or auto promotion) asked for this revision to go active. */
