@@ -113,12 +113,12 @@ In another shell:
 
   cd ${demo.clone}
   ${change} && git push
-  kubectl teal get weather                  # revision 2 built and in preview; the App waits (Paused)
-  kubectl teal promote weather              # the weather Service switches to revision 2
+  kubectl teal get weather                  # revision 2 built and in preview, its smoke check passes; the App waits (Paused)
+  kubectl teal promote weather              # the weather Service switches to revision 2 (refused until the check passed)
   kubectl teal undo weather                 # and back to revision 1, its ReplicaSet reused
   kubectl teal status weather
 
-examples/weather-app/README.md walks through abort, retry and the rest.
+examples/weather-app/README.md walks through abort, retry and the rest; docs/analysis.md explains the checks.
 Ctrl-C stops the operator and the cluster, and removes them (the clone stays, for next time).`);
 }
 

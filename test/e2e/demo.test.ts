@@ -1,6 +1,7 @@
 // What `make dev` sets up: examples/weather-app as a local repository whose
 // post-receive hook signs a generic webhook, and its App. A push in the clone
-// builds a new revision into preview; promote and undo work as the README says.
+// builds a new revision into preview, where its pre-promotion check (a Job,
+// which KWOK completes) runs and passes; promote and undo work as the README says.
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -11,10 +12,11 @@ import { parse } from 'yaml';
 import type { AppInput } from '../../src/app/schema.ts';
 import { type Demo, prepareDemo } from '../cluster/demo.ts';
 import { createApp, intent, phase, waitForApp } from '../support/apps.ts';
-import { createNamespace } from '../support/kube.ts';
+import { clients, createNamespace } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 
 const git = promisify(execFile);
+const { batch } = clients();
 let ns: string;
 let removeNs: () => Promise<void>;
 let workdir: string;
@@ -40,7 +42,7 @@ afterAll(async () => {
   if (workdir) await rm(workdir, { recursive: true, force: true });
 });
 
-it('releases the example, then a pushed change through the hook, promote and undo', async () => {
+it('releases the example, then a pushed change through the hook and its check, promote and undo', async () => {
   expect(demo.reused).toBe(false);
   await createApp(ns, parse(demo.manifest) as AppInput);
   const first = await waitForApp(ns, 'weather', 'first release', phase('Healthy'));
@@ -54,11 +56,36 @@ it('releases the example, then a pushed change through the hook, promote and und
   expect(pushed.stderr).toContain(`webhook 202 {"matched":["${ns}/weather"]}`);
   const head = (await git('git', ['rev-parse', 'HEAD'], { cwd: demo.clone })).stdout.trim();
 
-  const paused = await waitForApp(ns, 'weather', 'the push in preview', phase('Paused'));
+  // Paused from the moment the preview is available: promotion waits for the check as well.
+  const paused = await waitForApp(
+    ns,
+    'weather',
+    'the push in preview, its check passed',
+    (a) => phase('Paused')(a) && a.status?.prePromotionAnalysis?.phase === 'Successful',
+  );
   expect(paused.status?.preview?.revision).toBe(2);
   expect(paused.status?.source?.commit).toBe(head);
+  const run = paused.status?.prePromotionAnalysis;
+  expect(run?.revision).toBe(2);
+  expect(run?.checks).toMatchObject([{ name: 'smoke', provider: 'job', phase: 'Successful', successful: 1 }]);
+  expect(paused.status?.conditions?.find((c) => c.type === 'AnalysisPassed')).toMatchObject({
+    status: 'True',
+    reason: 'AnalysisSuccessful',
+  });
+  // The check's Job ran in the App's namespace, with the preview's Service in its env.
+  const jobs = await batch.listNamespacedJob({ namespace: ns, labelSelector: 'teal.dev/analysis-check=smoke' });
+  const env = jobs.items[0]?.spec?.template.spec?.containers[0]?.env ?? [];
+  expect(env).toContainEqual({ name: 'TEAL_PREVIEW_SERVICE', value: 'weather-preview' });
   await intent(ns, 'weather', 'promote');
-  await waitForApp(ns, 'weather', 'promoted', (a) => phase('Healthy')(a) && a.status?.active?.revision === 2);
+  const promoted = await waitForApp(
+    ns,
+    'weather',
+    'promoted',
+    (a) => phase('Healthy')(a) && a.status?.active?.revision === 2,
+  );
+  // It passed its check: nothing was skipped.
+  expect(promoted.status?.history?.at(-1)).toMatchObject({ revision: 2, promotedVia: 'kubectl' });
+  expect(promoted.status?.history?.at(-1)?.checksSkipped).toBeUndefined();
   await intent(ns, 'weather', 'undo');
   await waitForApp(ns, 'weather', 'undone', (a) => phase('Healthy')(a) && a.status?.active?.revision === 1);
 });
