@@ -320,6 +320,11 @@ export const ANALYSIS_KINDS = ['pre', 'post'] as const;
 export const AppAnalysisRunSchema = AnalysisRunStatusSchema.extend({
   revision: z.int().min(1),
   podTemplateHash: z.string().max(63),
+  specHash: z
+    .string()
+    .max(64)
+    .optional()
+    .describe('What the run measures: a change of the checks or their arguments starts a new run.'),
 }).describe('The latest run of these checks, for the revision it names; every measurement is durable.');
 
 export const AppStatusSchema = z.strictObject({

@@ -2,10 +2,12 @@
 // is scaled down after abortScaleDownDelaySeconds, active stays, or goes back
 // to stable when the aborted revision was active awaiting its post-promotion
 // checks (DESIGN §3.2's abort path). Planner steps, pure like the rest.
+import type { AppStatus } from '../app/schema.ts';
 import { activeManifest, activeServiceName } from './active-service.ts';
 import { cancelRunning } from './analysis-gate.ts';
 import { appendHistory, historyEntry } from './history.ts';
 import { type Desired, emit, type Planner, type Progress, type Rollout } from './planner.ts';
+import { isRolledBackFrom } from './predicates.ts';
 import { EventReason as ER } from './reasons.ts';
 import { revisionStatus } from './replicaset.ts';
 import { markScaleDown, scaleDownLater } from './replicaset-writes.ts';
@@ -67,11 +69,18 @@ export function aborted(p: Planner, r: Rollout, desired: Desired): Progress {
 }
 
 function abortMessage(p: Planner, desired: Desired): string {
-  const { abort, active } = p.status;
+  const { abort } = p.status;
   const why =
     abort?.via === 'analysis' ? `: ${checksMessage(p, desired) ?? 'a check did not pass'}` : ` by ${abort?.by}`;
-  const back = active?.podTemplateHash === desired.hash ? 'returns to' : 'stays on';
-  return `revision ${desired.number} aborted${why}; active ${back} revision ${active?.revision ?? '-'}`;
+  return `revision ${desired.number} aborted${why}; ${whereActive(p.status, desired)}`;
+}
+
+function whereActive(status: AppStatus, desired: Desired): string {
+  const { active, stable } = status;
+  // The abort has landed; the switch back comes with the next plan.
+  if (active?.podTemplateHash === desired.hash) return `active returns to revision ${stable?.revision ?? '-'}`;
+  if (isRolledBackFrom(status, desired.hash)) return `active is back on revision ${active?.revision ?? '-'}`;
+  return `active stays on revision ${active?.revision ?? '-'}`;
 }
 
 /** The message of the run that failed this revision. */

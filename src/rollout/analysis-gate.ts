@@ -16,6 +16,7 @@ import { runIdOf } from '../analysis/job.ts';
 import { cancelRun, inFlight, recordMeasurement, startRun, stepRun } from '../analysis/run.ts';
 import type { AnalysisRunStatus, Check, MeasurementStatus, RunPhase } from '../analysis/schema.ts';
 import type { AnalysisKind, AppAnalysisRun, AppStatus } from '../app/schema.ts';
+import { sha } from '../build/job.ts';
 import type { MeasureRequest } from './cluster-actions.ts';
 import { condition, type Desired, emit, type Planner } from './planner.ts';
 import { ConditionReason as CR, EventReason as ER } from './reasons.ts';
@@ -57,8 +58,16 @@ export function isAwaitingPostChecks(status: AppStatus, hash: string): boolean {
   );
 }
 
-/** The run still measures the checks the spec names: a change of them starts a new run. */
-function measuresSameChecks(spec: RunSpec, run: AnalysisRunStatus): boolean {
+/** What the run measures: its checks and arguments as assembled, templates included. */
+export const runSpecHash = (spec: RunSpec): string => sha(JSON.stringify(spec)).slice(0, 16);
+
+/**
+ * The run still measures what the spec asks for: any change of a check (a
+ * condition, a limit, a template's metric) or of an argument starts a new
+ * run, so no run mixes measurements judged two ways.
+ */
+function measuresSameChecks(spec: RunSpec, run: AppAnalysisRun): boolean {
+  if (run.specHash !== undefined) return run.specHash === runSpecHash(spec);
   const want = spec.checks.map((c) => c.name).sort();
   const have = run.checks.map((c) => c.name).sort();
   return want.length === have.length && want.every((n, i) => n === have[i]);
@@ -227,7 +236,12 @@ function currentRun(p: Planner, kind: AnalysisKind, spec: RunSpec, desired: Desi
 function begin(p: Planner, kind: AnalysisKind, spec: RunSpec, desired: Desired): AppAnalysisRun {
   // Unique per start: a Job of an earlier run is never taken for one of this run.
   const id = `${kind}-${desired.hash}-${p.nowMs.toString(36)}`;
-  const run = { ...startRun(id, spec.checks, p.nowMs), revision: desired.number, podTemplateHash: desired.hash };
+  const run = {
+    ...startRun(id, spec.checks, p.nowMs),
+    revision: desired.number,
+    podTemplateHash: desired.hash,
+    specHash: runSpecHash(spec),
+  };
   emit(p, {
     type: 'Normal',
     reason: ER.AnalysisRunStarted,
@@ -260,6 +274,7 @@ function advance(p: Planner, kind: AnalysisKind, spec: RunSpec, run: AppAnalysis
     ...message,
     revision: run.revision,
     podTemplateHash: run.podTemplateHash,
+    ...(run.specHash !== undefined ? { specHash: run.specHash } : {}),
   };
   p.status[FIELD[kind]] = next;
   reportMeasurements(p, kind, run.revision, before, next);
