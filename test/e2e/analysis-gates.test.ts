@@ -111,7 +111,7 @@ describe('pre-promotion checks', () => {
     expect(await selectorHash(ns, 'failing')).toBe(activeBefore);
   });
 
-  it('manual promotion is refused until the checks pass, then allowed', async () => {
+  it('with manual promotion, the App waits Paused once the checks passed, and promote carries it', async () => {
     await released(app('manual', { prePromotionAnalysis: { metrics: [jobCheck('smoke')] } }));
     await newImage('manual', '2');
     const paused = await waitForApp(
