@@ -4,8 +4,8 @@
 // them back, a status write can be lost (a conflict, or kill -9 between the
 // writes), measurement results come in by key as the analysis runner reports
 // them, and a job check's measurement gets its Job once the status that
-// starts it has landed (write-ahead). The same shape as the World of
-// test/unit/bluegreen.test.ts, which predates the checks.
+// starts it has landed (write-ahead). test/unit/bluegreen.test.ts drives the
+// planner's rules without checks through the same model.
 
 import { type AnalysisJobRef, analysisJobName } from '../../src/analysis/job.ts';
 import type { MeasurementResult } from '../../src/analysis/measurement.ts';
@@ -247,6 +247,10 @@ export class World {
 
   activeHash(): string | undefined {
     return this.services.get('web')?.selector[LABEL_HASH];
+  }
+
+  previewHash(): string | undefined {
+    return this.services.get('web-preview')?.selector[LABEL_HASH];
   }
 
   rs(hash: string): ObservedReplicaSet {

@@ -1,199 +1,14 @@
-// The blue/green planner's rules, driven through a small model of the cluster:
-// actions are applied to the observed state, and "pods" become available
-// unless a test holds them back.
+// The blue/green planner's rules, driven through the small model of the
+// cluster in test/support/planner-world.ts: actions are applied to the
+// observed state, and "pods" become available unless a test holds them back.
 import { describe, expect, it } from 'vitest';
-import type { Intent } from '../../src/app/intents.ts';
-import type { App, AppInput, AppStatus } from '../../src/app/schema.ts';
-import { validateApp } from '../../src/app/validate.ts';
+import type { AppInput } from '../../src/app/schema.ts';
 import { plan } from '../../src/rollout/bluegreen.ts';
-import type { RolloutAction } from '../../src/rollout/cluster-actions.ts';
-import { podTemplateHash } from '../../src/rollout/hash.ts';
 import { LABEL_APP, LABEL_HASH } from '../../src/rollout/labels.ts';
-import type { Observed, ObservedReplicaSet, ObservedService } from '../../src/rollout/observed.ts';
 import { ownedServiceManifest } from '../../src/rollout/service.ts';
-import { imageApp } from '../fixtures/apps.ts';
+import { intent, makeApp, T0, World } from '../support/planner-world.ts';
 
-const T0 = Date.parse('2026-11-21T10:00:00Z');
-
-function makeApp(edit: (a: AppInput) => void = () => {}): App {
-  const input = imageApp('web');
-  input.metadata = { name: 'web', namespace: 'ns', uid: 'uid-1', generation: 1 };
-  input.spec.replicas = 3;
-  input.spec.strategy = { blueGreen: { autoPromotionEnabled: false, previewReplicaCount: 1 } };
-  edit(input);
-  const result = validateApp(input);
-  if (!result.ok) throw new Error(result.errors.join('\n'));
-  return result.app;
-}
-
-class World {
-  app: App;
-  now = T0;
-  replicaSets = new Map<string, ObservedReplicaSet>();
-  services = new Map<string, ObservedService>();
-  /** Hashes whose pods never become ready. */
-  stuck = new Set<string>();
-  events: { reason: string; message: string }[] = [];
-  last: RolloutAction[] = [];
-  requeue: number | undefined;
-
-  constructor(app: App) {
-    this.app = app;
-  }
-
-  get status(): AppStatus {
-    return this.app.status ?? {};
-  }
-
-  image(image: string): string {
-    this.app = {
-      ...this.app,
-      spec: { ...this.app.spec, image },
-      metadata: { ...this.app.metadata, generation: (this.app.metadata.generation ?? 0) + 1 },
-    };
-    return podTemplateHash(image, this.app.spec.template);
-  }
-
-  target() {
-    const image = this.app.spec.image ?? '';
-    return { hash: podTemplateHash(image, this.app.spec.template), image };
-  }
-
-  observed(): Observed {
-    const active = this.services.get('web');
-    const preview = this.services.get('web-preview');
-    return {
-      replicaSets: [...this.replicaSets.values()],
-      ...(active ? { activeService: active } : {}),
-      ...(preview ? { previewService: preview } : {}),
-    };
-  }
-
-  /** One reconcile, with its actions carried out; then the "kubelet" catches up. */
-  reconcile(intents: Intent[] = []): RolloutAction[] {
-    const result = plan({
-      app: this.app,
-      observed: this.observed(),
-      now: new Date(this.now),
-      target: this.target(),
-      intents,
-    });
-    this.last = result.actions;
-    this.requeue = result.requeueAfterMs;
-    for (const action of result.actions) this.apply(action);
-    for (const { reason, message } of result.events) this.events.push({ reason, message });
-    this.app = { ...this.app, status: result.status };
-    return result.actions;
-  }
-
-  apply(action: RolloutAction): void {
-    switch (action.kind) {
-      case 'createReplicaSet': {
-        const m = action.manifest;
-        const hash = m.metadata.labels[LABEL_HASH] ?? '';
-        if (this.replicaSets.has(hash)) return;
-        this.replicaSets.set(hash, {
-          namespace: 'ns',
-          name: m.metadata.name,
-          resourceVersion: '1',
-          app: 'web',
-          hash,
-          revision: Number(m.metadata.annotations['teal.dev/revision']),
-          image: m.metadata.annotations['teal.dev/image'] ?? '',
-          ownerUid: 'uid-1',
-          createdAt: new Date(this.now).toISOString(),
-          generation: 1,
-          specReplicas: m.spec.replicas,
-          observedGeneration: 0,
-          replicas: 0,
-          readyReplicas: 0,
-          availableReplicas: 0,
-          deleting: false,
-        });
-        return;
-      }
-      case 'patchReplicaSet': {
-        const rs = [...this.replicaSets.values()].find((r) => r.name === action.name);
-        if (!rs) throw new Error(`patch of missing ${action.name}`);
-        if (action.replicas !== undefined && action.replicas !== rs.specReplicas) {
-          rs.specReplicas = action.replicas;
-          rs.generation += 1;
-        }
-        if (action.scaleDownAt === null) delete rs.scaleDownAt;
-        else if (action.scaleDownAt) rs.scaleDownAt = action.scaleDownAt;
-        return;
-      }
-      case 'deleteReplicaSet': {
-        for (const [hash, rs] of this.replicaSets) if (rs.name === action.name) this.replicaSets.delete(hash);
-        return;
-      }
-      case 'applyService': {
-        const m = action.manifest;
-        this.services.set(m.metadata.name, {
-          namespace: 'ns',
-          name: m.metadata.name,
-          resourceVersion: '1',
-          app: 'web',
-          selector: { ...m.spec.selector },
-          ownerUid: 'uid-1',
-          appliedHash: m.metadata.annotations['teal.dev/applied'] ?? '',
-        });
-        return;
-      }
-    }
-  }
-
-  /** The ReplicaSet controller and kubelets: pods appear and become available. */
-  settle(): void {
-    for (const rs of this.replicaSets.values()) {
-      rs.observedGeneration = rs.generation;
-      rs.replicas = rs.specReplicas;
-      const ready = this.stuck.has(rs.hash) ? 0 : rs.specReplicas;
-      rs.readyReplicas = ready;
-      rs.availableReplicas = ready;
-    }
-  }
-
-  /** Reconcile and settle until nothing more happens. */
-  converge(max = 10): void {
-    for (let i = 0; i < max; i++) {
-      const actions = this.reconcile();
-      this.settle();
-      if (actions.length === 0) return;
-    }
-  }
-
-  activeHash(): string | undefined {
-    return this.services.get('web')?.selector[LABEL_HASH];
-  }
-
-  previewHash(): string | undefined {
-    return this.services.get('web-preview')?.selector[LABEL_HASH];
-  }
-
-  rs(hash: string): ObservedReplicaSet {
-    const rs = this.replicaSets.get(hash);
-    if (!rs) throw new Error(`no ReplicaSet ${hash}`);
-    return rs;
-  }
-
-  advance(seconds: number): void {
-    this.now += seconds * 1000;
-  }
-}
-
-let intentSeq = 0;
-function intent(action: Intent['action'], extra: Partial<Intent> = {}): Intent {
-  intentSeq += 1;
-  return {
-    action,
-    id: `id-${intentSeq}`,
-    by: 'alice',
-    via: 'cli',
-    at: new Date(T0 + intentSeq).toISOString(),
-    ...extra,
-  };
-}
+const S = 1000;
 
 /** A world with revision 1 active and healthy. */
 function released(edit?: (a: AppInput) => void): { w: World; h1: string } {
@@ -269,10 +84,10 @@ describe('a new revision', () => {
     expect(w.rs(h1).scaleDownAt).toBe(new Date(w.now + 30_000).toISOString());
     expect(w.requeue).toBeLessThanOrEqual(30_001);
 
-    w.advance(29);
+    w.advance(29 * S);
     w.reconcile();
     expect(w.rs(h1).specReplicas).toBe(3);
-    w.advance(1);
+    w.advance(S);
     w.reconcile();
     expect(w.rs(h1).specReplicas).toBe(0);
   });
@@ -303,10 +118,10 @@ describe('a new revision', () => {
     w.reconcile();
     expect(w.status.preview?.availableAt).toBe(new Date(w.now).toISOString());
     expect(w.requeue).toBe(10_001);
-    w.advance(9);
+    w.advance(9 * S);
     w.reconcile();
     expect(w.status.promotion).toBeUndefined();
-    w.advance(1);
+    w.advance(S);
     w.reconcile();
     expect(w.status.promotion).toMatchObject({ via: 'auto' });
     w.settle();
@@ -379,7 +194,7 @@ describe('promote', () => {
     expect(w.activeHash()).toBe(h2);
     expect(w.rs(h1).specReplicas).toBe(3);
     expect(w.rs(h1).scaleDownAt).toBe(new Date(w.now + 30_000).toISOString());
-    w.advance(30);
+    w.advance(30 * S);
     w.reconcile();
     expect(w.rs(h1).specReplicas).toBe(0);
   });
@@ -397,11 +212,11 @@ describe('abort and retry', () => {
     // As with Argo Rollouts, the preview URL shows the aborted revision while its pods are up.
     expect(w.previewHash()).toBe(h2);
     expect(w.rs(h2).specReplicas).toBe(1);
-    w.advance(30);
+    w.advance(30 * S);
     w.reconcile();
     expect(w.rs(h2).specReplicas).toBe(0);
     // Not tried again by itself.
-    w.advance(60);
+    w.advance(60 * S);
     w.converge();
     expect(w.rs(h2).specReplicas).toBe(0);
     expect(w.activeHash()).toBe(h1);
@@ -424,7 +239,7 @@ describe('abort and retry', () => {
     const h2 = w.image('repo/app:2');
     w.converge();
     w.reconcile([intent('abort')]);
-    w.advance(31);
+    w.advance(31 * S);
     w.converge();
     w.reconcile([intent('retry')]);
     w.settle();
@@ -469,7 +284,7 @@ describe('undo', () => {
     expect(w.status.history?.at(-1)).toMatchObject({ revision: 1, promotedVia: 'undo', promotedBy: 'alice' });
     expect(w.status.phase).toBe('Healthy');
     // It stays: the spec did not change, and a pause and resume do not end it either.
-    w.advance(60);
+    w.advance(60 * S);
     w.converge();
     w.reconcile([intent('pause')]);
     w.reconcile([intent('resume')]);
@@ -482,7 +297,7 @@ describe('undo', () => {
 
   it('after the scale-down, still goes active without a pause', () => {
     const { w, h1 } = twoReleases();
-    w.advance(31);
+    w.advance(31 * S);
     w.converge();
     expect(w.rs(h1).specReplicas).toBe(0);
     w.reconcile([intent('undo')]);
@@ -501,7 +316,7 @@ describe('undo', () => {
 
   it('--preview stages the revision for promotion instead', () => {
     const { w, h1, h2 } = twoReleases();
-    w.advance(31);
+    w.advance(31 * S);
     w.converge();
     w.reconcile([intent('undo', { preview: true })]);
     w.settle();
@@ -568,10 +383,10 @@ describe('progress deadline', () => {
     w.stuck.add(h2);
     w.reconcile();
     w.settle();
-    w.advance(59);
+    w.advance(59 * S);
     w.reconcile();
     expect(w.status.phase).toBe('Progressing');
-    w.advance(1);
+    w.advance(S);
     w.reconcile();
     expect(w.status.phase).toBe('Degraded');
     expect(cond(w, 'ProgressDeadlineExceeded')?.status).toBe('True');
@@ -594,7 +409,7 @@ describe('progress deadline', () => {
     });
     w.image('repo/app:2');
     w.converge();
-    w.advance(3600);
+    w.advance(3600 * S);
     w.reconcile();
     expect(w.status.phase).toBe('Paused');
     expect(cond(w, 'ProgressDeadlineExceeded')?.status).toBe('False');
@@ -755,7 +570,7 @@ describe('Argo parity', () => {
     expect(w.activeHash()).toBe(h1);
     w.settle();
     w.reconcile();
-    w.advance(60);
+    w.advance(60 * S);
     w.converge();
     expect(w.activeHash()).toBe(h2);
     expect(w.previewHash()).toBe(h2);
@@ -794,7 +609,7 @@ describe('Argo parity', () => {
     const h2 = w.image('repo/app:2');
     w.converge();
     w.reconcile([intent('abort')]);
-    w.advance(3600);
+    w.advance(3600 * S);
     w.converge();
     expect(w.rs(h2).specReplicas).toBe(1);
     expect(w.rs(h2).scaleDownAt).toBeUndefined();
@@ -824,7 +639,7 @@ describe('Argo parity', () => {
     expect(w.rs(h1).scaleDownAt).toBeDefined();
     expect(w.requeue).toBeDefined();
     expect(w.requeue).toBeLessThanOrEqual(30_001);
-    w.advance(30);
+    w.advance(30 * S);
     w.reconcile();
     expect(w.rs(h1).specReplicas).toBe(0);
     expect(w.status.history?.filter((h) => h.revision === 2)).toHaveLength(1);
@@ -865,7 +680,7 @@ describe('Argo parity', () => {
     w.reconcile([intent('promote')]);
     w.settle();
     w.reconcile();
-    w.advance(30);
+    w.advance(30 * S);
     w.reconcile();
     const rs1 = w.rs(h1).name;
     const rs2 = w.rs(h2).name;
