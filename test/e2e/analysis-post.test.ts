@@ -9,14 +9,13 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Watch } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { AnalysisInput, CheckInput } from '../../src/analysis/schema.ts';
+import type { AnalysisInput } from '../../src/analysis/schema.ts';
 import type { AppInput } from '../../src/app/schema.ts';
 import { LABEL_HASH } from '../../src/rollout/labels.ts';
 import { e2eApp } from '../fixtures/apps.ts';
+import { activeRevision, appSteps, checkServers, conditionOf, webCheck } from '../support/analysis.ts';
 import {
-  createApp,
   intent,
-  patchSpec,
   phase,
   replicaSetOf,
   type StoredApp,
@@ -24,7 +23,6 @@ import {
   waitForApp,
   watchActiveServices,
 } from '../support/apps.ts';
-import { type Answering, type CheckServer, startCheckServer } from '../support/http-check-server.ts';
 import { clients, createNamespace, kubeConfig, WAIT_MS, waitFor } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 import { recordReplicaSets } from '../support/parity.ts';
@@ -36,7 +34,8 @@ let ns: string;
 let removeNs: () => Promise<void>;
 let operator: Operator;
 let invariant: Awaited<ReturnType<typeof watchActiveServices>>;
-const servers: CheckServer[] = [];
+const { serve, closeAll: closeServers } = checkServers();
+const { released, newImage } = appSteps(() => ns);
 const stops: (() => void)[] = [];
 
 beforeAll(async () => {
@@ -50,35 +49,15 @@ afterAll(async () => {
   invariant?.stop();
   // The operator first: a measurement it still has in flight may not hang on a closed server.
   await operator?.stop();
-  for (const server of servers) await server.close();
+  await closeServers();
   await removeNs?.();
 });
 
 // ---- helpers ----
 
-async function serve(answering: Answering): Promise<CheckServer> {
-  const server = await startCheckServer(answering);
-  servers.push(server);
-  return server;
-}
-
-function webCheck(name: string, url: string, more: Partial<CheckInput> = {}): CheckInput {
-  return { name, successCondition: 'result.ok == true', provider: { web: { url } }, ...more };
-}
-
 function app(name: string, blueGreen: Record<string, unknown>): AppInput {
   return e2eApp(name, { blueGreen: { scaleDownDelaySeconds: 2, abortScaleDownDelaySeconds: 2, ...blueGreen } });
 }
-
-async function released(body: AppInput): Promise<StoredApp> {
-  await createApp(ns, body);
-  return waitForApp(ns, body.metadata.name, 'first release Healthy', phase('Healthy'));
-}
-
-const newImage = (name: string, tag: string) => patchSpec(ns, name, { image: `registry.example.com/team/web:${tag}` });
-const conditionOf = (a: StoredApp, type: string) => a.status?.conditions?.find((c) => c.type === type);
-const activeRevision = (revision: number) => (a: StoredApp) =>
-  phase('Healthy')(a) && a.status?.active?.revision === revision;
 
 /** Every selector the named Service went through, from its current one on: a switch a poll would miss counts. */
 async function recordSelectors(name: string): Promise<string[]> {

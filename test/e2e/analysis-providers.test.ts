@@ -7,28 +7,14 @@ import { randomBytes } from 'node:crypto';
 import { Watch } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MASK } from '../../src/analysis/args.ts';
-import {
-  type AnalysisInput,
-  type CheckInput,
-  TEMPLATE_API_VERSION,
-  TEMPLATE_KIND,
-  TEMPLATE_PLURAL,
-} from '../../src/analysis/schema.ts';
+import { type AnalysisInput, TEMPLATE_API_VERSION, TEMPLATE_KIND, TEMPLATE_PLURAL } from '../../src/analysis/schema.ts';
 import { type AppInput, GROUP, VERSION } from '../../src/app/schema.ts';
 import { LABEL_HASH } from '../../src/rollout/labels.ts';
 import { type Prometheus, startPrometheus } from '../cluster/prometheus.ts';
 import { e2eApp } from '../fixtures/apps.ts';
-import {
-  createApp,
-  patchSpec,
-  phase,
-  replicaSetsOf,
-  type StoredApp,
-  waitForApp,
-  watchActiveServices,
-} from '../support/apps.ts';
+import { activeRevision, appSteps, checkServers, conditionOf, webCheck } from '../support/analysis.ts';
+import { createApp, phase, replicaSetsOf, type StoredApp, waitForApp, watchActiveServices } from '../support/apps.ts';
 import { type Exporter, startExporter } from '../support/exporter.ts';
-import { type Answering, type CheckServer, startCheckServer } from '../support/http-check-server.ts';
 import { clients, createNamespace, kubeConfig, waitFor } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 import { waitForScrape } from '../support/prometheus.ts';
@@ -40,7 +26,8 @@ let operator: Operator;
 let invariant: Awaited<ReturnType<typeof watchActiveServices>>;
 let exporter: Exporter;
 let prom: Prometheus;
-const servers: CheckServer[] = [];
+const { serve, closeAll: closeServers } = checkServers();
+const { released, newImage } = appSteps(() => ns);
 
 beforeAll(async () => {
   ({ name: ns, remove: removeNs } = await createNamespace('analysis-providers'));
@@ -54,7 +41,7 @@ afterAll(async () => {
   invariant?.stop();
   // The operator first: a measurement it still has in flight may not hang on a closed server.
   await operator?.stop();
-  for (const server of servers) await server.close();
+  await closeServers();
   await prom?.stop();
   await exporter?.close();
   await removeNs?.();
@@ -69,26 +56,6 @@ function app(name: string, blueGreen: Record<string, unknown>): AppInput {
 /** Auto promotion gated by these pre-promotion checks. */
 const gated = (name: string, analysis: AnalysisInput) =>
   app(name, { autoPromotionEnabled: true, prePromotionAnalysis: analysis });
-
-async function released(body: AppInput): Promise<StoredApp> {
-  await createApp(ns, body);
-  return waitForApp(ns, body.metadata.name, 'first release Healthy', phase('Healthy'));
-}
-
-const newImage = (name: string, tag: string) => patchSpec(ns, name, { image: `registry.example.com/team/web:${tag}` });
-const conditionOf = (a: StoredApp, type: string) => a.status?.conditions?.find((c) => c.type === type);
-const activeRevision = (revision: number) => (a: StoredApp) =>
-  phase('Healthy')(a) && a.status?.active?.revision === revision;
-
-async function serve(answering: Answering): Promise<CheckServer> {
-  const server = await startCheckServer(answering);
-  servers.push(server);
-  return server;
-}
-
-function webCheck(name: string, url: string, more: Partial<CheckInput> = {}): CheckInput {
-  return { name, successCondition: 'result.ok == true', provider: { web: { url } }, ...more };
-}
 
 async function eventsOf(name: string) {
   const list = await core.listNamespacedEvent({ namespace: ns, fieldSelector: `involvedObject.name=${name}` });
