@@ -137,18 +137,27 @@ export const COMMANDS: readonly CommandSpec[] = [
   ),
   command(
     'logs',
-    'APP [-f] [--commit SHA]',
-    "Print the logs of the App's current build, or of the build of a commit",
+    'APP [-f] [--commit SHA | --check NAME]',
+    "Print the logs of the App's current build, of the build of a commit, or of a job check's latest measurement",
     ['APP'],
     {
-      follow: { type: 'boolean', short: 'f', help: 'stream the logs until the build ends' },
+      follow: { type: 'boolean', short: 'f', help: 'stream the logs until the build (or the check) ends' },
       commit: {
         type: 'string',
         value: 'SHA',
         help: 'the build of this commit (a SHA, or a prefix of 4 or more hex digits)',
       },
+      check: {
+        type: 'string',
+        value: 'NAME',
+        help: 'the Job of the latest measurement of this job check, in the latest run that has it',
+      },
     },
-    ['kubectl teal logs weather -f', 'kubectl teal logs weather --commit 1a2b3c4'],
+    [
+      'kubectl teal logs weather -f',
+      'kubectl teal logs weather --commit 1a2b3c4',
+      'kubectl teal logs weather --check smoke',
+    ],
   ),
   command(
     'set',
@@ -177,6 +186,7 @@ export interface Flags {
   timeout: string | undefined;
   follow: boolean;
   commit: string | undefined;
+  check: string | undefined;
 }
 
 export type Parsed =
@@ -288,6 +298,7 @@ function flagsOf(spec: CommandSpec, values: Values): Flags {
     timeout: str('timeout'),
     follow: bool('follow'),
     commit: str('commit'),
+    check: str('check'),
   };
 }
 

@@ -3,6 +3,7 @@
 // passes or fails (test/cluster/stages.yaml), and a watcher checks invariant 1
 // at every change of an active Service throughout.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { analysisJobName } from '../../src/analysis/job.ts';
 import type { AppInput } from '../../src/app/schema.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import {
@@ -15,6 +16,7 @@ import {
   waitForApp,
   watchActiveServices,
 } from '../support/apps.ts';
+import { tealIn } from '../support/cli.ts';
 import { clients, createNamespace } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 
@@ -92,6 +94,14 @@ describe('pre-promotion checks', () => {
     // The Job of the measurement stays for its logs, with Teal's labels.
     const jobs = await batch.listNamespacedJob({ namespace: ns, labelSelector: 'teal.dev/app=auto,teal.dev/analysis' });
     expect(jobs.items.map((j) => j.metadata?.annotations?.['teal.dev/analysis-key'])).toEqual([`${run?.id}/smoke/1`]);
+    // kubectl teal logs finds that Job's pod (KWOK's pods have no logs to give: the CLI says so, naming it).
+    const job = analysisJobName('auto', `${run?.id}/smoke/1`);
+    const logs = await tealIn(ns, 'logs', 'auto', '--check', 'smoke');
+    const found = logs.stdout.length > 0 || new RegExp(`analysis pod "${job}-[a-z0-9]+" has no logs`).test(logs.stderr);
+    expect(found, logs.stderr).toBe(true);
+    const unknown = await tealIn(ns, 'logs', 'auto', '--check', 'nope');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/has no run with a check "nope" \(its checks: smoke\)/);
   });
 
   it('a failing job check aborts the release: Degraded, AnalysisFailed, active never moves', async () => {

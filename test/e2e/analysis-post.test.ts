@@ -1,14 +1,5 @@
-// Checks after promotion, the skip and the inconclusive pause, end to end: the
-// operator runs as a child process against the real control plane (killed
-// with SIGKILL mid-run where a test says so), web checks ask an HTTP server of
-// the test's on 127.0.0.1 whose answers the test decides, and a watcher checks
-// invariant 1 at every change of an active Service throughout.
-import { execFile } from 'node:child_process';
-import { delimiter, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { Watch } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AnalysisInput } from '../../src/analysis/schema.ts';
 import type { AppInput } from '../../src/app/schema.ts';
 import { LABEL_HASH } from '../../src/rollout/labels.ts';
@@ -23,12 +14,11 @@ import {
   waitForApp,
   watchActiveServices,
 } from '../support/apps.ts';
-import { clients, createNamespace, kubeConfig, WAIT_MS, waitFor } from '../support/kube.ts';
+import { tealIn } from '../support/cli.ts';
+import { clients, createNamespace, kubeConfig, waitFor } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 import { recordReplicaSets } from '../support/parity.ts';
 
-const run = promisify(execFile);
-const BIN = fileURLToPath(new URL('../../bin', import.meta.url));
 const { core } = clients();
 let ns: string;
 let removeNs: () => Promise<void>;
@@ -85,25 +75,7 @@ async function eventCount(name: string, reason: string): Promise<number> {
   return list.items.reduce((sum, e) => sum + (e.count ?? 1), 0);
 }
 
-/** `kubectl teal ...` through the real kubectl, which finds the plugin in bin/ on PATH. */
-async function teal(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
-  const env = {
-    ...process.env,
-    PATH: [BIN, inject('binDir'), process.env.PATH ?? ''].join(delimiter),
-    KUBECONFIG: inject('kubeconfig'),
-    NO_COLOR: '1',
-  };
-  try {
-    const { stdout, stderr } = await run(join(inject('binDir'), 'kubectl'), ['teal', ...args, '-n', ns], {
-      env,
-      timeout: 2 * WAIT_MS,
-    });
-    return { stdout, stderr, code: 0 };
-  } catch (err) {
-    const e = err as { stdout?: string; stderr?: string; code?: unknown };
-    return { stdout: e.stdout ?? '', stderr: e.stderr ?? '', code: typeof e.code === 'number' ? e.code : -1 };
-  }
-}
+const teal = (...args: string[]) => tealIn(ns, ...args);
 
 const measurement = (a: StoredApp, kind: 'pre' | 'post', n: number) =>
   (kind === 'pre' ? a.status?.prePromotionAnalysis : a.status?.postPromotionAnalysis)?.checks[0]?.measurements.find(

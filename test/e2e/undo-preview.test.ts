@@ -1,14 +1,5 @@
-// undo with a revision in preview (DESIGN §3.2): back to the stable revision
-// at once. The preview is dropped, the App is Healthy, history records the
-// undo, and the active Service never leaves the stable revision. Through the
-// real `kubectl teal undo` and through the operator's own HTTP API, with a
-// real operator (a child process) on the real control plane.
-import { execFile } from 'node:child_process';
-import { delimiter, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { Watch } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GROUP, PLURAL } from '../../src/app/schema.ts';
 import { LABEL_HASH } from '../../src/rollout/labels.ts';
 import { e2eApp } from '../fixtures/apps.ts';
@@ -22,11 +13,10 @@ import {
   waitForApp,
   watchActiveServices,
 } from '../support/apps.ts';
-import { clients, createNamespace, kubeConfig, WAIT_MS, waitFor } from '../support/kube.ts';
+import { tealIn } from '../support/cli.ts';
+import { clients, createNamespace, kubeConfig, waitFor } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 
-const run = promisify(execFile);
-const BIN = fileURLToPath(new URL('../../bin', import.meta.url));
 const { core, rbac, authz, authn } = clients();
 
 let ns: string;
@@ -37,24 +27,7 @@ let stopWatch: () => void;
 /** Every selector each active Service had, in order. */
 const selections = new Map<string, string[]>();
 
-/** `kubectl teal ...` through the real kubectl, which finds the plugin in bin/ on PATH. */
-async function teal(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
-  try {
-    const { stdout, stderr } = await run(join(inject('binDir'), 'kubectl'), ['teal', ...args, '-n', ns], {
-      env: {
-        ...process.env,
-        PATH: [BIN, inject('binDir'), process.env.PATH ?? ''].join(delimiter),
-        KUBECONFIG: inject('kubeconfig'),
-        NO_COLOR: '1',
-      },
-      timeout: WAIT_MS,
-    });
-    return { stdout, stderr, code: 0 };
-  } catch (err) {
-    const e = err as { stdout?: string; stderr?: string; code?: unknown };
-    return { stdout: e.stdout ?? '', stderr: e.stderr ?? '', code: typeof e.code === 'number' ? e.code : -1 };
-  }
-}
+const teal = (...args: string[]) => tealIn(ns, ...args);
 
 /** Records every selector of the active Services of the namespace, from their watch. */
 async function recordSelections(namespace: string): Promise<() => void> {

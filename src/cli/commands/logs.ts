@@ -1,5 +1,6 @@
-// `kubectl teal logs APP [-f] [--commit SHA]`: the logs of a build Job's pod,
-// read through the API server with client-node's Log. When the node cannot
+// `kubectl teal logs APP [-f] [--commit SHA | --check NAME]`: the logs of a
+// build Job's pod, or of a job check's, read through the API server with
+// client-node's Log. When the node cannot
 // give logs (a pod gone from its node, or a simulated one), the container's
 // termination message is the next best thing: failed builds keep the tail
 // of their log there (FallbackToLogsOnError).
@@ -7,6 +8,9 @@ import { STATUS_CODES } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Log, type V1Pod } from '@kubernetes/client-node';
+import { analysisJobName } from '../../analysis/job.ts';
+import { measurementKey } from '../../analysis/run.ts';
+import type { AnalysisRunStatus } from '../../analysis/schema.ts';
 import { LABEL_COMMIT } from '../../build/job.ts';
 import { apiStatusOf, ignoreNotFound } from '../../kube/errors.ts';
 import type { Flags } from '../args.ts';
@@ -46,6 +50,33 @@ async function buildJob(session: Session, app: AppObject, commit: string | undef
   throw new CliError(`App "${name}" has no build yet (phase ${app.status?.phase ?? 'unknown'})`);
 }
 
+/** The Job of the check's latest measurement, in the latest run that has the check (post-promotion first). */
+function checkJob(app: AppObject, check: string): string {
+  const name = app.metadata.name;
+  const status = app.status as
+    | { prePromotionAnalysis?: AnalysisRunStatus; postPromotionAnalysis?: AnalysisRunStatus }
+    | undefined;
+  const runs = [status?.postPromotionAnalysis, status?.prePromotionAnalysis].filter(
+    (r): r is AnalysisRunStatus => r !== undefined,
+  );
+  const run = runs.find((r) => r.checks.some((c) => c.name === check));
+  if (!run) {
+    const known = [...new Set(runs.flatMap((r) => r.checks.map((c) => c.name)))];
+    throw new CliError(
+      `App "${name}" has no run with a check "${check}"${known.length > 0 ? ` (its checks: ${known.join(', ')})` : ''}`,
+    );
+  }
+  const checkStatus = run.checks.find((c) => c.name === check);
+  if (checkStatus?.provider !== undefined && checkStatus.provider !== 'job') {
+    throw new CliError(
+      `check "${check}" is a ${checkStatus.provider} check: its measurements are in "kubectl teal get ${name}"`,
+    );
+  }
+  const last = checkStatus?.measurements.at(-1);
+  if (!last) throw new CliError(`check "${check}" of App "${name}" has not been measured yet`);
+  return analysisJobName(name, measurementKey(run, check, last.n));
+}
+
 const started = (pod: V1Pod) =>
   (pod.status?.containerStatuses ?? []).some((c) => c.state?.running || c.state?.terminated);
 
@@ -54,12 +85,19 @@ export async function logs(args: string[], flags: Flags): Promise<number> {
   const session = new Session(flags);
   const ns = session.namespace;
   const app = await session.getApp(name);
-  const jobName = await buildJob(session, app, flags.commit);
+  if (flags.check !== undefined && flags.commit !== undefined) {
+    throw new UsageError('--check and --commit name different Jobs: give one', 'logs');
+  }
+  const what = flags.check !== undefined ? 'analysis' : 'build';
+  const jobName = flags.check !== undefined ? checkJob(app, flags.check) : await buildJob(session, app, flags.commit);
   const job = await session.call(
-    { verb: 'get', resource: 'jobs.batch', shown: 'build Job', name: jobName, namespace: ns },
+    { verb: 'get', resource: 'jobs.batch', shown: `${what} Job`, name: jobName, namespace: ns },
     () => ignoreNotFound(session.batch.readNamespacedJob({ namespace: ns, name: jobName })),
   );
-  if (!job) throw new CliError(`build Job "${jobName}" of App "${name}" is gone (Teal keeps only recent build Jobs)`);
+  if (!job) {
+    const kept = what === 'build' ? 'Teal keeps only recent build Jobs' : 'Teal keeps only the latest run of each kind';
+    throw new CliError(`${what} Job "${jobName}" of App "${name}" is gone (${kept})`);
+  }
 
   // With -f, wait for the pod to exist and its container to start, as kubectl logs -f does.
   let pod: V1Pod | undefined;
@@ -72,14 +110,14 @@ export async function logs(args: string[], flags: Flags): Promise<number> {
     if (!flags.follow) {
       throw new CliError(
         pod
-          ? `build pod "${pod.metadata?.name}" has not started yet (${pod.status?.phase ?? 'Pending'}): use -f to wait for it`
-          : `build Job "${jobName}" has no pod yet: use -f to wait for it`,
+          ? `${what} pod "${pod.metadata?.name}" has not started yet (${pod.status?.phase ?? 'Pending'}): use -f to wait for it`
+          : `${what} Job "${jobName}" has no pod yet: use -f to wait for it`,
       );
     }
     await sleep(1_000);
   }
   const podName = pod.metadata?.name ?? '';
-  const container = pod.spec?.containers[0]?.name ?? 'build';
+  const container = pod.spec?.containers[0]?.name ?? what;
 
   const sink = new PassThrough();
   let bytes = 0;
@@ -92,7 +130,7 @@ export async function logs(args: string[], flags: Flags): Promise<number> {
     verb: 'read the logs of',
     rbacVerb: 'get',
     resource: 'pods/log',
-    shown: 'build pod',
+    shown: `${what} pod`,
     name: podName,
     namespace: ns,
   };
@@ -104,7 +142,7 @@ export async function logs(args: string[], flags: Flags): Promise<number> {
           request,
           // Unref'd: once the logs are read, the timer keeps no process alive.
           sleep(READ_TIMEOUT_MS, undefined, { ref: false }).then(() => {
-            throw new CliError(`the node of build pod "${podName}" did not answer within 30 s`);
+            throw new CliError(`the node of ${what} pod "${podName}" did not answer within 30 s`);
           }),
         ]));
   } catch (err) {
@@ -112,20 +150,20 @@ export async function logs(args: string[], flags: Flags): Promise<number> {
     if (status && status.code !== 403 && status.code !== 401 && status.code !== 404) {
       // client-node keeps the Status message of a 500 only; name the others by their HTTP status.
       const said = status.message || `HTTP ${status.code} ${STATUS_CODES[status.code] ?? ''}`.trimEnd();
-      return noLogs(pod, `its node did not serve them (${said})`, EXIT.error);
+      return noLogs(pod, what, `its node did not serve them (${said})`, EXIT.error);
     }
     throw explain(err, { user: session.kubeconfigUser, ...op }, session.server);
   }
   await ended;
-  if (bytes === 0) return noLogs(pod, 'its container wrote nothing, or the node no longer has them', EXIT.ok);
+  if (bytes === 0) return noLogs(pod, what, 'its container wrote nothing, or the node no longer has them', EXIT.ok);
   return EXIT.ok;
 }
 
 /** Says why there are no logs, and shows the termination message when there is one. */
-function noLogs(pod: V1Pod, why: string, code: number): number {
+function noLogs(pod: V1Pod, what: string, why: string, code: number): number {
   const name = pod.metadata?.name ?? '';
   const terminated = pod.status?.containerStatuses?.[0]?.state?.terminated;
-  process.stderr.write(`${code === EXIT.ok ? '' : 'error: '}build pod "${name}" has no logs to show: ${why}\n`);
+  process.stderr.write(`${code === EXIT.ok ? '' : 'error: '}${what} pod "${name}" has no logs to show: ${why}\n`);
   if (terminated?.message) {
     process.stderr.write(
       `its container ended (${terminated.reason ?? 'Terminated'}, exit code ${terminated.exitCode}) with this termination message:\n`,
