@@ -1,6 +1,6 @@
 // The local control plane from the command line.
 //   cluster.ts build   build or reuse the cached binaries
-//   cluster.ts up      start a cluster with the App CRD and the operator, the
+//   cluster.ts up      start a cluster with the CRDs and the operator, the
 //                      weather-app demo as a local git repository and its App;
 //                      print what to try, and stop everything on Ctrl-C
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -99,7 +99,7 @@ async function setUp(cluster: Cluster, cache: string, started: number): Promise<
     : `sed -i 's/clear sky/light rain/' sample_data.json && git commit -qam "Seoul: light rain"`;
   console.log(`
 Teal is up in ${((Date.now() - started) / 1000).toFixed(1)}s: a real kube-apiserver, etcd, controller-manager and
-scheduler on 127.0.0.1 with pods simulated by KWOK, the App CRD, and the operator with its
+scheduler on 127.0.0.1 with pods simulated by KWOK, the CRDs, and the operator with its
 HTTP API on http://${HTTP_ADDR}; its logs: tail -f ${logPath}
 
 The weather app (examples/weather-app) is ${demo.reused ? 'the clone from your last run' : 'a fresh git repository'}, and its App is applied:

@@ -220,6 +220,16 @@ describe('kubectl teal status and the checks', () => {
     expect(checksLine(app({ phase: 'Healthy', active: revision(1) }), false)).toBe('');
   });
 
+  it('says nothing of a run left behind: revision 2 checked, then an undo made revision 1 active again', () => {
+    const back = app({
+      phase: 'Healthy',
+      active: revision(1),
+      stable: revision(1),
+      prePromotionAnalysis: preRun('Successful'),
+    });
+    expect(checksLine(back, false)).toBe('');
+  });
+
   it('waits while the checks run, unless a person paused the App', () => {
     expect(settled(paused(preRun('Running')))).toBeUndefined();
     expect(settled(paused(preRun('Successful')))).toBe('Paused');

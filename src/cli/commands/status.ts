@@ -115,7 +115,9 @@ function statusLine(app: AppObject, colour: boolean): string {
 /** The line `status` prints about the checks, when a run of them exists: which, of what, where it stands. */
 export function checksLine(app: AppObject, colour: boolean): string {
   const run = latestRun(app);
-  if (!run) return '';
+  // Only about the release at hand: not a run of a revision left behind by an undo or a newer one.
+  const { preview, active, abort } = app.status ?? {};
+  if (!run || ![preview?.revision, active?.revision, abort?.revision].includes(run.revision)) return '';
   const message = run.message ? ` - ${run.message}` : '';
   return `checks: ${RUN_NAMES[run.kind]} of revision ${run.revision}: ${showProgress(run.phase, colour)}${message}`;
 }
