@@ -1,0 +1,37 @@
+// The dedicated non-root user that BuildKit rootless runs as on the host, with
+// the subordinate uid and gid ranges rootlesskit maps into its user namespace
+// (the image's uid 1000 and its /etc/subuid, on a real node).
+import { execFile } from 'node:child_process';
+import { appendFile, readFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+export const BUILD_USER = 'teal-build';
+const RANGE = 65536;
+const FIRST = 100000;
+
+/** Creates the user and its ranges when missing; idempotent, needs root. */
+export async function ensureBuildUser(name = BUILD_USER): Promise<string> {
+  const exists = await run('id', ['-u', name]).then(
+    () => true,
+    () => false,
+  );
+  if (!exists) {
+    await run('useradd', ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', name]);
+  }
+  for (const file of ['/etc/subuid', '/etc/subgid']) await ensureRange(file, name);
+  return name;
+}
+
+async function ensureRange(file: string, name: string): Promise<void> {
+  const text = await readFile(file, 'utf8').catch(() => '');
+  const lines = text.split('\n').filter((l) => l.trim() !== '');
+  if (lines.some((l) => l.split(':')[0] === name)) return;
+  const start = Math.max(FIRST, ...lines.map(rangeEnd));
+  await appendFile(file, `${text === '' || text.endsWith('\n') ? '' : '\n'}${name}:${start}:${RANGE}\n`);
+}
+
+function rangeEnd(line: string): number {
+  const [, start, count] = line.split(':');
+  return Number(start) + Number(count) || 0;
+}
