@@ -20,6 +20,11 @@ binaries: ## Build or reuse the cached control-plane binaries (Kubernetes, etcd,
 	bash test/cluster/build-binaries.sh >/dev/null
 	bash test/cluster/install-prometheus.sh >/dev/null
 
+.PHONY: build-tools
+build-tools: ## Debian packages of real image builds (root, when missing), and BuildKit and kaniko built from Go modules, cached
+	bash test/cluster/install-build-packages.sh
+	bash test/cluster/build-toolchain.sh >/dev/null
+
 .PHONY: manifests
 manifests: deps ## Generate the CRD (config/crd, charts/teal/crds) and the chart values schema from zod
 	npm run -s manifests
