@@ -35,7 +35,7 @@ lint: deps ## Lint, format check and typecheck
 	npm run -s typecheck
 
 .PHONY: test
-test: deps binaries lint ## Run the whole test suite on a local control plane
+test: deps binaries build-tools lint ## Run the whole test suite on a local control plane (real image builds included)
 	npm test
 
 .PHONY: test-loaded
