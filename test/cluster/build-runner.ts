@@ -7,7 +7,8 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, type KubeConfig, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
-import { type HostRun, type Running, startBuildkitContainer } from './build-runner/buildkit-host.ts';
+import { startBuildkitContainer } from './build-runner/buildkit-host.ts';
+import { startKanikoContainer } from './build-runner/kaniko-host.ts';
 import {
   ContainerConfigError,
   type ContainerPlan,
@@ -15,6 +16,7 @@ import {
   planContainer,
   type SecretData,
 } from './build-runner/pod-plan.ts';
+import type { HostRun, Running } from './build-runner/workdir.ts';
 
 export const REAL_BUILD_NAMESPACE_PREFIX = 'real-build';
 const LABEL_BUILD = 'teal.dev/build';
@@ -63,7 +65,8 @@ export function startBuildRunner(options: BuildRunnerOptions): BuildRunner {
       return writeStatus(core, pod, { reason: 'CreateContainerConfigError', message: plan.message });
     }
     log(`${name}: running ${plan.argv.join(' ').slice(0, 120)}`);
-    const started = await startBuildkitContainer(plan, {
+    const start = plan.config.engine === 'kaniko' ? startKanikoContainer : startBuildkitContainer;
+    const started = await start(plan, {
       toolsDir: options.toolsDir,
       extraCaPem: options.extraCaPem,
       workRoot,
