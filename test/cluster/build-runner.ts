@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { CoreV1Api, type KubeConfig, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import { startBuildkitContainer } from './build-runner/buildkit-host.ts';
 import { startKanikoContainer } from './build-runner/kaniko-host.ts';
+import { logsPublisher } from './build-runner/pod-logs.ts';
 import {
   ContainerConfigError,
   type ContainerPlan,
@@ -55,6 +56,7 @@ export function startBuildRunner(options: BuildRunnerOptions): BuildRunner {
   const running = new Map<string, Running>();
   const finished: FinishedBuild[] = [];
   const workRoot = join(tmpdir(), `teal-build-runner-${options.namespace}`);
+  const publishLogs = logsPublisher(options.kc, log);
   let stopped = false;
 
   const handle = async (pod: V1Pod) => {
@@ -72,6 +74,9 @@ export function startBuildRunner(options: BuildRunnerOptions): BuildRunner {
       workRoot,
     });
     running.set(name, started);
+    await publishLogs(pod, plan.containerName, started.criLogFile).catch((err) =>
+      log(`${name}: Logs object: ${err instanceof Error ? err.message : String(err)}`),
+    );
     const run = await started.done;
     running.delete(name);
     if (stopped) return;

@@ -36,6 +36,8 @@ export interface HostRun {
 export interface Running {
   done: Promise<HostRun>;
   kill: () => void;
+  /** The log in the CRI format a kubelet keeps (what KWOK serves to `kubectl logs`), written as it comes. */
+  criLogFile: string;
 }
 
 /** A fresh folder for the container, with an empty termination log the owner may write. */
@@ -93,19 +95,23 @@ export function runLogged(
   kill: (pid: number) => void,
 ): Running {
   const logFile = join(work, 'container.log');
+  const criLogFile = join(work, 'container.cri.log');
   const logStream = createWriteStream(logFile);
+  const cri = criLogWriter(criLogFile);
   let log = '';
   const startedAt = new Date();
   const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  const collect = (chunk: Buffer) => {
+  const collect = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
     log += chunk.toString('utf8');
     logStream.write(chunk);
+    cri.write(stream, chunk.toString('utf8'));
   };
-  child.stdout.on('data', collect);
-  child.stderr.on('data', collect);
+  child.stdout.on('data', collect('stdout'));
+  child.stderr.on('data', collect('stderr'));
   const done = new Promise<HostRun>((resolve) => {
     child.on('close', async (code, signal) => {
       logStream.end();
+      cri.end();
       const terminationLog = await readFile(join(work, 'termination-log'), 'utf8').catch(() => '');
       // A container killed by a signal exits 128+n, as a runtime reports it.
       const exitCode = code ?? 128 + (signal === 'SIGKILL' ? 9 : 15);
@@ -114,8 +120,32 @@ export function runLogged(
   });
   return {
     done,
+    criLogFile,
     kill: () => {
       if (child.pid !== undefined && child.exitCode === null) kill(child.pid);
+    },
+  };
+}
+
+/**
+ * The CRI log format: "<RFC 3339 time> <stream> <F|P> <text>" per line, P for
+ * a partial line a later entry continues; each stream is split on its own.
+ */
+function criLogWriter(path: string) {
+  const out = createWriteStream(path);
+  const pending = { stdout: '', stderr: '' };
+  const entry = (stream: 'stdout' | 'stderr', tag: 'F' | 'P', text: string) =>
+    out.write(`${new Date().toISOString()} ${stream} ${tag} ${text}\n`);
+  return {
+    write(stream: 'stdout' | 'stderr', text: string) {
+      const lines = (pending[stream] + text).split('\n');
+      pending[stream] = lines.pop() ?? '';
+      for (const line of lines) entry(stream, 'F', line);
+    },
+    end() {
+      for (const stream of ['stdout', 'stderr'] as const)
+        if (pending[stream] !== '') entry(stream, 'F', pending[stream]);
+      out.end();
     },
   };
 }
