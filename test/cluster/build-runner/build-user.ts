@@ -10,14 +10,30 @@ export const BUILD_USER = 'teal-build';
 const RANGE = 65536;
 const FIRST = 100000;
 
-/** Creates the user and its ranges when missing; idempotent, needs root. */
-export async function ensureBuildUser(name = BUILD_USER): Promise<string> {
-  const exists = await run('id', ['-u', name]).then(
-    () => true,
-    () => false,
-  );
-  if (!exists) {
-    await run('useradd', ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', name]);
+let ensured: Promise<string> | undefined;
+
+/** Creates the user and its ranges when missing, once per process (builds start concurrently); needs root. */
+export function ensureBuildUser(): Promise<string> {
+  ensured ??= createBuildUser(BUILD_USER).catch((err) => {
+    ensured = undefined;
+    throw err;
+  });
+  return ensured;
+}
+
+async function createBuildUser(name: string): Promise<string> {
+  const exists = () =>
+    run('id', ['-u', name]).then(
+      () => true,
+      () => false,
+    );
+  if (!(await exists())) {
+    // Another test process may have created it in the meantime.
+    await run('useradd', ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', name]).catch(
+      async (err) => {
+        if (!(await exists())) throw err;
+      },
+    );
   }
   for (const file of ['/etc/subuid', '/etc/subgid']) await ensureRange(file, name);
   return name;
