@@ -53,6 +53,9 @@ options:
   kwokControllerBinary: ${binDir}/kwok
   quietPull: true
   disableQPSLimits: true
+  # Logs objects point kwok at a file to serve as a container's log: the build runner's real builds.
+  enableCRDs:
+  - Logs
 ---
 apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokConfiguration
@@ -63,6 +66,8 @@ options:
   nodePlayStageParallelism: 4
   nodeLeaseParallelism: 4
   podsOnNodeSyncParallelism: 2
+  # Serves pods/log (for Logs objects); kwok answered "Debug endpoints are disabled" without it.
+  enableDebuggingHandlers: true
 ---
 ${readFileSync(STAGES, 'utf8')}`;
 }
