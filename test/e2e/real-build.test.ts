@@ -8,11 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppInput } from '../../src/app/schema.ts';
+import { pushBusyboxBase } from '../cluster/base-images.ts';
 import { type BuildRunner, startBuildRunner } from '../cluster/build-runner.ts';
 import { ensureBuildTools } from '../cluster/build-tools.ts';
 import { manifestDigest, type Registry, startRegistry } from '../cluster/registry.ts';
 import { getApp, phase, selectorHash, waitForApp } from '../support/apps.ts';
-import { pushBusyboxBase } from '../support/base-image.ts';
 import { createRepo, type GitHttpsServer, startGitHttpsServer, type TestRepo } from '../support/git-server.ts';
 import { clients, createNamespace, kubeConfig } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
@@ -34,7 +34,7 @@ beforeAll(async () => {
   const { bin: toolsDir } = await ensureBuildTools();
   ({ name: ns, remove: removeNs } = await createNamespace('real-build'));
   registry = await startRegistry();
-  await pushBusyboxBase(registry.url, 'base/busybox', '1');
+  await pushBusyboxBase(registry, 'base/busybox', '1');
   root = await mkdtemp(join(tmpdir(), 'teal-real-build-git-'));
   // URLs ending in .git: BuildKit takes an https:// context without it (or a
   // known host) for a tarball to download, not a repository to clone.
