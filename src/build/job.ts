@@ -60,7 +60,21 @@ export const sha = (text: string) => createHash('sha256').update(text).digest('h
 /** The git URL a build engine fetches, with the commit and the sub-directory. */
 function buildkitContext(url: string, commit: string, path: string): string {
   const sub = path === '.' || path === '' ? '' : `:${path.replace(/^\.\//, '')}`;
-  return `${url}#${commit}${sub}`;
+  return `${gitContextUrl(url)}#${commit}${sub}`;
+}
+
+/**
+ * BuildKit (v0.26) takes an http(s) context for a git repository only when its
+ * path ends in ".git"; any other URL it downloads as a tarball, and the build
+ * fails on the HTML it gets back. Git forges (GitHub, GitLab, Gitea, Bitbucket)
+ * answer at the ".git" name too, so it is added. ssh URLs need no suffix.
+ */
+export function gitContextUrl(url: string): string {
+  if (!/^https?:\/\//i.test(url)) return url;
+  const parsed = new URL(url);
+  if (parsed.pathname.endsWith('.git')) return url;
+  parsed.pathname = `${parsed.pathname.replace(/\/+$/, '')}.git`;
+  return parsed.toString();
 }
 
 function kanikoContext(url: string, ref: string, commit: string): string {
@@ -91,6 +105,8 @@ interface PodInput {
 interface BuildPod {
   container: object;
   volumes: object[];
+  /** The pod's securityContext, when the engine needs one. */
+  securityContext?: object;
 }
 
 /** The push Secret's .dockerconfigjson as config.json where the engine looks for it. */
@@ -151,7 +167,8 @@ function sshMount(gitSecret: string) {
       name: 'git-ssh',
       secret: {
         secretName: gitSecret,
-        defaultMode: 0o400,
+        // Readable by BuildKit's group (the pod's fsGroup), never by others: BuildKit runs as uid 1000, not root.
+        defaultMode: 0o440,
         items: [
           { key: 'identity', path: 'identity' },
           { key: 'known_hosts', path: 'known_hosts' },
@@ -191,7 +208,8 @@ function buildkitPod(p: PodInput): BuildPod {
     terminationMessagePolicy: 'FallbackToLogsOnError',
   };
   const volumes = [...registry.volumes, ...(ssh ? [ssh.volume] : []), { name: 'buildkitd', emptyDir: {} }];
-  return { container, volumes };
+  // The Secret volumes' files are root's; fsGroup gives them BuildKit's group, so uid 1000 can read its ssh key.
+  return { container, volumes, securityContext: { fsGroup: 1000 } };
 }
 
 export function buildJobManifest(input: BuildInput) {
@@ -246,6 +264,7 @@ export function buildJobManifest(input: BuildInput) {
           enableServiceLinks: false,
           containers: [pod.container],
           volumes: pod.volumes,
+          ...(pod.securityContext ? { securityContext: pod.securityContext } : {}),
         },
       },
     },

@@ -3,7 +3,7 @@ import { IMAGE_REPOSITORY } from '../../src/app/patterns.ts';
 import type { App } from '../../src/app/schema.ts';
 import { validateApp } from '../../src/app/validate.ts';
 import { DEFAULT_BUILD_IMAGES } from '../../src/build/images.ts';
-import { buildJobManifest, buildJobName, buildSpecHash } from '../../src/build/job.ts';
+import { buildJobManifest, buildJobName, buildSpecHash, gitContextUrl } from '../../src/build/job.ts';
 import { BUILD_HISTORY, type ObservedBuildPod, type ObservedJob, planBuild } from '../../src/build/plan.ts';
 import { imageRepository, pushSecretName, registryProblem } from '../../src/build/registry.ts';
 import { gitApp } from '../fixtures/apps.ts';
@@ -150,6 +150,38 @@ describe('build Jobs', () => {
     expect(env.GIT_AUTH_TOKEN).toEqual({ secretKeyRef: { name: 'weather-git', key: 'password', optional: true } });
     expect(json).not.toMatch(/password"\s*:\s*"[^"]/);
     expect(manifest.metadata.ownerReferences[0]).toMatchObject({ kind: 'App', name: 'weather', controller: true });
+  });
+
+  it('buildkit: an https URL without ".git" gets it, or BuildKit would fetch the page as a tarball', () => {
+    const manifest = buildJobManifest({
+      app: app(C1, (x) => {
+        if (x.spec.source) x.spec.source.git.url = 'https://github.com/team/weather-app/';
+      }),
+      commit: C1,
+      ref: 'refs/heads/main',
+      images,
+    });
+    const env = (manifest.spec.template.spec.containers[0] as { env: { name: string; value?: string }[] }).env;
+    expect(env.find((e) => e.name === 'TEAL_CONTEXT')?.value).toBe(`https://github.com/team/weather-app.git#${C1}`);
+    expect(gitContextUrl('https://git.example.com/team/app.git')).toBe('https://git.example.com/team/app.git');
+    expect(gitContextUrl('ssh://git@git.example.com/team/app')).toBe('ssh://git@git.example.com/team/app');
+    expect(gitContextUrl('git@github.com:team/app')).toBe('git@github.com:team/app');
+  });
+
+  it('buildkit: the pod runs with fsGroup 1000, so BuildKit (uid 1000) can read the ssh key, mounted group-readable only', () => {
+    const manifest = buildJobManifest({
+      app: app(),
+      commit: C1,
+      ref: 'refs/heads/main',
+      images,
+      gitSecretKeys: ['identity', 'known_hosts'],
+    });
+    const spec = manifest.spec.template.spec as {
+      securityContext?: { fsGroup?: number };
+      volumes: { name: string; secret?: { defaultMode?: number } }[];
+    };
+    expect(spec.securityContext?.fsGroup).toBe(1000);
+    expect(spec.volumes.find((v) => v.name === 'git-ssh')?.secret?.defaultMode).toBe(0o440);
   });
 
   it('buildkit: a sub-directory context for monorepos', () => {
