@@ -29,6 +29,12 @@ export interface BuildRunnerOptions {
   /** The folder build-toolchain.sh prints. */
   toolsDir: string;
   extraCaPem?: string;
+  /**
+   * host:port of a registry that serves docker.io's images (test setup: this
+   * machine has no Docker Hub); the engines are pointed at it from outside the
+   * Job (build-runner/registry-mirror.ts). Off by default.
+   */
+  dockerHubMirror?: string;
   log?: (line: string) => void;
 }
 
@@ -72,6 +78,7 @@ export function startBuildRunner(options: BuildRunnerOptions): BuildRunner {
       toolsDir: options.toolsDir,
       extraCaPem: options.extraCaPem,
       workRoot,
+      dockerHubMirror: options.dockerHubMirror,
     });
     running.set(name, started);
     await publishLogs(pod, plan.containerName, started.criLogFile).catch((err) =>

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureBuildUser } from './build-user.ts';
 import type { ContainerPlan } from './pod-plan.ts';
+import { BUILDKITD_CONFIG_PATH, buildkitdConfig } from './registry-mirror.ts';
 import {
   type BindMount,
   caBundle,
@@ -33,6 +34,11 @@ export async function startBuildkitContainer(plan: ContainerPlan, options: HostO
   ];
   if (options.extraCaPem) {
     binds.push({ source: await caBundle(work, options.extraCaPem), destination: HOST_CA_BUNDLE, readOnly: true });
+  }
+  if (options.dockerHubMirror) {
+    const config = join(work, 'buildkitd.toml');
+    await writeFile(config, buildkitdConfig(options.dockerHubMirror), { mode: 0o644 });
+    binds.push({ source: config, destination: BUILDKITD_CONFIG_PATH, readOnly: true });
   }
   const lines = binds.map((b) => `${b.source} ${b.destination}${b.readOnly ? ' ro' : ''}`);
   await writeFile(join(work, 'mounts'), `${lines.join('\n')}\n`);

@@ -53,7 +53,10 @@ while read -r source dest mode; do
   mount --bind "$source" "$dest"
   if [ "$mode" = ro ]; then mount -o remount,bind,ro "$dest"; fi
 done <"$work/mounts"
-chown "$user:$user" /home/user/.local /home/user/.local/share 2>/dev/null || true
+# Folders the binds above made (as root) under the user's home are the user's, as in the image.
+for dir in /home/user/.local /home/user/.local/share /home/user/.config /home/user/.config/buildkit; do
+  if [ -d "$dir" ]; then chown "$user:$user" "$dir"; fi
+done
 
 mount --bind "$work/tmp" /tmp
 cd /home/user

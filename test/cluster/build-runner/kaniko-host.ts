@@ -10,6 +10,7 @@ import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { ContainerPlan } from './pod-plan.ts';
+import { kanikoMirrorEnv } from './registry-mirror.ts';
 import { caBundle, createWorkdir, type HostOptions, prepareVolumes, type Running, runLogged } from './workdir.ts';
 
 const run = promisify(execFile);
@@ -58,7 +59,8 @@ export async function startKanikoContainer(plan: ContainerPlan, options: HostOpt
     ...spec.process,
     terminal: false,
     args: plan.argv,
-    env: Object.entries(plan.env).map(([k, v]) => `${k}=${v}`),
+    // The mirror comes from the runner, not the pod: test setup, the Job stays as users get it.
+    env: Object.entries({ ...plan.env, ...kanikoMirrorEnv(options.dockerHubMirror) }).map(([k, v]) => `${k}=${v}`),
     cwd: plan.config.workingDir,
     noNewPrivileges: false,
     capabilities: Object.fromEntries(['bounding', 'effective', 'permitted'].map((set) => [set, DEFAULT_CAPABILITIES])),

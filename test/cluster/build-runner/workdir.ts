@@ -16,6 +16,8 @@ export interface HostOptions {
   extraCaPem?: string;
   /** Where each container gets its folder (log, volumes, /tmp). */
   workRoot: string;
+  /** host:port of a registry standing in for Docker Hub (registry-mirror.ts); none by default. */
+  dockerHubMirror?: string;
 }
 
 export interface BindMount {
