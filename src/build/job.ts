@@ -153,8 +153,19 @@ const BUILDKIT_SCRIPT = [
   'set -eu',
   'set -- --frontend dockerfile.v0 --opt "context=$TEAL_CONTEXT" --opt "filename=$TEAL_DOCKERFILE"',
   'set -- "$@" --output "type=image,name=$TEAL_IMAGE,push=true" --metadata-file /tmp/metadata.json',
+  // The git Secret as BuildKit's GIT_AUTH_HEADER (its GIT_AUTH_TOKEN would send the user as x-access-token):
+  // bearer with bearerToken, basic with username and password, else the password as a token.
   // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion, not a template
-  '[ -n "${GIT_AUTH_TOKEN:-}" ] && set -- "$@" --secret "id=GIT_AUTH_TOKEN,env=GIT_AUTH_TOKEN"',
+  'if [ -n "${GIT_BEARER_TOKEN:-}" ]; then GIT_AUTH_HEADER="bearer $GIT_BEARER_TOKEN"',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion, not a template
+  'elif [ -n "${GIT_PASSWORD:-}" ] && [ -n "${GIT_USERNAME:-}" ]; then',
+  '  GIT_AUTH_HEADER="basic $(printf \'%s:%s\' "$GIT_USERNAME" "$GIT_PASSWORD" | base64 | tr -d \'\\n\')"',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion, not a template
+  'elif [ -n "${GIT_PASSWORD:-}" ]; then GIT_AUTH_TOKEN="$GIT_PASSWORD"; export GIT_AUTH_TOKEN',
+  '  set -- "$@" --secret "id=GIT_AUTH_TOKEN,env=GIT_AUTH_TOKEN"',
+  'fi',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion, not a template
+  'if [ -n "${GIT_AUTH_HEADER:-}" ]; then export GIT_AUTH_HEADER; set -- "$@" --secret "id=GIT_AUTH_HEADER,env=GIT_AUTH_HEADER"; fi',
   '[ -f /home/user/.ssh/identity ] && set -- "$@" --ssh default=/home/user/.ssh/identity',
   'buildctl-daemonless.sh build "$@"',
   `sed -n 's/.*"containerimage.digest": *"\\(sha256:[0-9a-f]*\\)".*/\\1/p' /tmp/metadata.json > /dev/termination-log`,
@@ -192,7 +203,13 @@ function buildkitPod(p: PodInput): BuildPod {
       { name: 'TEAL_CONTEXT', value: buildkitContext(p.git.url, p.commit, p.git.path) },
       { name: 'BUILDKITD_FLAGS', value: '--oci-worker-no-process-sandbox' },
       { name: 'DOCKER_CONFIG', value: '/home/user/.docker' },
-      ...(p.gitSecret && !ssh ? [secretEnv('GIT_AUTH_TOKEN', p.gitSecret, 'password')] : []),
+      ...(p.gitSecret && !ssh
+        ? [
+            secretEnv('GIT_USERNAME', p.gitSecret, 'username'),
+            secretEnv('GIT_PASSWORD', p.gitSecret, 'password'),
+            secretEnv('GIT_BEARER_TOKEN', p.gitSecret, 'bearerToken'),
+          ]
+        : []),
     ],
     securityContext: {
       runAsUser: 1000,

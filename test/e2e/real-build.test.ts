@@ -24,11 +24,10 @@ const { core, batch, custom } = clients();
 /** A cold toolchain build compiles BuildKit and kaniko: a bound against a hang only. */
 const TOOLCHAIN_MS = 40 * 60_000;
 /**
- * The private repository's access token. BuildKit sends GIT_AUTH_TOKEN as the
- * password of the user x-access-token (as GitHub takes it), so the Secret's
- * username is that too.
+ * The private repository's user and token. The server checks both, so a build
+ * that sent BuildKit's default user (x-access-token) instead of the Secret's is refused.
  */
-const TOKEN_USER = 'x-access-token';
+const TOKEN_USER = 'teal-bot';
 const TOKEN = 'a-token-for-the-private-repo';
 const PUSH_AUTH: RegistryAuth = { user: 'teal-push', password: 'the-registry-password' };
 const WRONG = 'not-the-right-one';

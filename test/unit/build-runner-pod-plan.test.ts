@@ -56,7 +56,8 @@ describe('planContainer', () => {
       HOME: '/home/user',
       XDG_RUNTIME_DIR: '/run/user/1000',
       BUILDKITD_FLAGS: '--oci-worker-no-process-sandbox',
-      GIT_AUTH_TOKEN: 'a-token',
+      GIT_USERNAME: 'teal',
+      GIT_PASSWORD: 'a-token',
       TEAL_IMAGE: `harbor.example.com/team/weather:${COMMIT}`,
     });
     expect(plan.mounts).toEqual([
@@ -87,7 +88,8 @@ describe('planContainer', () => {
     const noToken = planContainer(buildPod('buildkit'), (n) =>
       n === 'weather-git' ? { username: Buffer.from('teal') } : lookup(n),
     );
-    expect(noToken.env.GIT_AUTH_TOKEN).toBeUndefined();
+    expect(noToken.env.GIT_USERNAME).toBe('teal');
+    expect(noToken.env.GIT_PASSWORD).toBeUndefined();
     expect(() => planContainer(buildPod('buildkit'), (n) => (n === 'harbor-push' ? undefined : lookup(n)))).toThrow(
       new ContainerConfigError('secret "harbor-push" not found'),
     );

@@ -1,3 +1,8 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { IMAGE_REPOSITORY } from '../../src/app/patterns.ts';
 import type { App } from '../../src/app/schema.ts';
@@ -147,7 +152,11 @@ describe('build Jobs', () => {
     const env = Object.fromEntries(container.env.map((e) => [e.name, e.value ?? e.valueFrom]));
     expect(env.TEAL_CONTEXT).toBe(`https://git.example.com/team/weather-app.git#${C1}`);
     expect(env.TEAL_IMAGE).toBe(`harbor.example.com/team/weather:${C1}`);
-    expect(env.GIT_AUTH_TOKEN).toEqual({ secretKeyRef: { name: 'weather-git', key: 'password', optional: true } });
+    expect(env.GIT_USERNAME).toEqual({ secretKeyRef: { name: 'weather-git', key: 'username', optional: true } });
+    expect(env.GIT_PASSWORD).toEqual({ secretKeyRef: { name: 'weather-git', key: 'password', optional: true } });
+    expect(env.GIT_BEARER_TOKEN).toEqual({
+      secretKeyRef: { name: 'weather-git', key: 'bearerToken', optional: true },
+    });
     expect(json).not.toMatch(/password"\s*:\s*"[^"]/);
     expect(manifest.metadata.ownerReferences[0]).toMatchObject({ kind: 'App', name: 'weather', controller: true });
   });
@@ -182,6 +191,34 @@ describe('build Jobs', () => {
     };
     expect(spec.securityContext?.fsGroup).toBe(1000);
     expect(spec.volumes.find((v) => v.name === 'git-ssh')?.secret?.defaultMode).toBe(0o440);
+  });
+
+  it.each([
+    [
+      'username and password: basic auth as that user',
+      { GIT_USERNAME: 'teal-bot', GIT_PASSWORD: 's3cret' },
+      `GIT_AUTH_HEADER=basic ${Buffer.from('teal-bot:s3cret').toString('base64')}`,
+    ],
+    ['a bearerToken: bearer auth', { GIT_BEARER_TOKEN: 'tok' }, 'GIT_AUTH_HEADER=bearer tok'],
+    ["a password alone: BuildKit's token (x-access-token)", { GIT_PASSWORD: 's3cret' }, 'GIT_AUTH_TOKEN=s3cret'],
+  ])('buildkit script: the git Secret with %s', async (_what, env, expected) => {
+    const manifest = buildJobManifest({ app: app(), commit: C1, ref: 'refs/heads/main', images });
+    const script = (manifest.spec.template.spec.containers[0] as { command: string[] }).command[2] ?? '';
+    // Up to the build itself, with buildctl-daemonless.sh replaced by one that prints what it got.
+    const upToBuild = script.split('\n').slice(0, -1).join('\n');
+    const bin = mkdtempSync(join(tmpdir(), 'teal-buildkit-script-'));
+    writeFileSync(
+      join(bin, 'buildctl-daemonless.sh'),
+      '#!/bin/sh\necho "args: $*"\nenv | grep -E "^GIT_AUTH_(HEADER|TOKEN)=" || true\n',
+      { mode: 0o755 },
+    );
+    const { stdout } = await promisify(execFile)('sh', ['-c', upToBuild], {
+      env: { PATH: `${bin}:/usr/bin:/bin`, TEAL_CONTEXT: 'x', TEAL_DOCKERFILE: 'Dockerfile', TEAL_IMAGE: 'i', ...env },
+    });
+    rmSync(bin, { recursive: true, force: true });
+    expect(stdout).toContain(expected);
+    const id = expected.startsWith('GIT_AUTH_HEADER') ? 'GIT_AUTH_HEADER' : 'GIT_AUTH_TOKEN';
+    expect(stdout).toContain(`--secret id=${id},env=${id}`);
   });
 
   it('buildkit: a sub-directory context for monorepos', () => {
