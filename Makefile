@@ -46,9 +46,12 @@ test-loaded: ## The whole suite while stress-ng keeps every core busy, as on a l
 bench: deps binaries ## Measure promote-to-switch latency and operator memory (bench/)
 	npm run -s bench
 
+# make dev REAL_BUILDS=1: the weather app built for real (BuildKit rootless, a local registry; root only).
+REAL_BUILDS ?=
+
 .PHONY: dev
-dev: deps binaries ## Local control plane + operator + the weather-app example as a local git repo (Ctrl-C stops it)
-	npm run -s cluster -- up
+dev: deps binaries ## Local control plane + operator + the weather-app example as a local git repo (Ctrl-C stops it); REAL_BUILDS=1 builds for real
+	npm run -s cluster -- up $(if $(filter-out 0 no false,$(REAL_BUILDS)),--real-builds)
 
 .PHONY: run
 run: deps ## Run the operator from source against the current kubeconfig: make run ARGS="--namespace team-a"

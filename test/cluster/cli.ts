@@ -3,14 +3,28 @@
 //   cluster.ts up      start a cluster with the CRDs and the operator, the
 //                      weather-app demo as a local git repository and its App;
 //                      print what to try, and stop everything on Ctrl-C
+//     --real-builds    the weather app built for real (real-dev.ts); builds
+//                      are simulated by KWOK otherwise
 import { type ChildProcess, spawn } from 'node:child_process';
 import { openSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from '../support/wait.ts';
 import { type Cluster, ensureBinaries, kubectlApply, startCluster, stopCluster, stopClusterSync } from './cluster.ts';
-import { prepareDemo } from './demo.ts';
+import { type Demo, prepareDemo } from './demo.ts';
+import {
+  prepareRealBuildHost,
+  REAL_NAMESPACE,
+  type RealBuildHost,
+  realBuildApp,
+  realBuildsRefusal,
+  type Stop,
+  serveDemoRepository,
+  startRealBuilds,
+} from './real-dev.ts';
+import type { Registry } from './registry.ts';
 
 const log = (line: string) => console.error(line);
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -32,36 +46,80 @@ async function waitForOperator(operator: ChildProcess): Promise<void> {
   );
 }
 
-async function up(): Promise<void> {
+async function up(real: boolean): Promise<void> {
   const started = Date.now();
   // Fixed folders keep the kubeconfig path stable between runs. The cluster's is
   // removed on stop; the demo's (the user's clone) is kept.
   const cache = process.env.TEAL_CACHE_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'teal');
   const workdir = join(cache, 'dev');
+  const stops: Stop[] = [];
+  const onStop = (s: Stop) => stops.push(s);
+  let cluster: Cluster | undefined;
+  let stopping = false;
+  const stop = (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    log('\nstopping the local control plane');
+    void runStops(stops).finally(() => {
+      if (cluster) stopClusterSync(cluster);
+      process.exit(code);
+    });
+  };
+  // Set before the real mode's registry starts, so that it goes too on Ctrl-C.
+  process.on('SIGINT', () => stop(0));
+  process.on('SIGTERM', () => stop(0));
+  // A closed terminal: the components run detached and would outlive us.
+  process.on('SIGHUP', () => stop(0));
+  if (!real) log(SIMULATED);
+  const host = real ? await prepareRealHost(stops) : undefined;
   const binDir = await ensureBinaries(log);
   await stopCluster({ name: 'teal-dev', workdir, binDir });
-  const cluster = await startCluster({ name: 'teal-dev', workdir, log });
-  const stop = () => {
-    log('\nstopping the local control plane');
-    stopClusterSync(cluster);
-    process.exit(0);
-  };
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
-  // A closed terminal: the components run detached and would outlive us.
-  process.on('SIGHUP', stop);
+  cluster = await startCluster({ name: 'teal-dev', workdir, log });
   try {
-    await setUp(cluster, cache, started);
+    await setUp(cluster, cache, started, host, onStop);
   } catch (err) {
-    log(`make dev failed: ${err instanceof Error ? err.message : String(err)}`);
-    stop();
+    log(`make dev failed: ${message(err)}`);
+    stop(1);
   }
   // kwokctl runs the components detached; this process stays to stop them.
   setInterval(() => {}, 1 << 30);
 }
 
+/** The real mode's toolchain, registry and base image; or why not, and exit: asked for real builds, none faked. */
+async function prepareRealHost(stops: Stop[]): Promise<RealBuildHost> {
+  log('builds: real (BuildKit, rootless): preparing the toolchain, a registry and the base image');
+  const refusal = realBuildsRefusal();
+  if (refusal) {
+    log(`make dev REAL_BUILDS=1: ${refusal}`);
+    process.exit(2);
+  }
+  try {
+    return await prepareRealBuildHost(log, (s) => stops.push(s));
+  } catch (err) {
+    log(`make dev REAL_BUILDS=1: real builds are not possible here: ${message(err)}`);
+    await runStops(stops);
+    process.exit(1);
+  }
+}
+
+const SIMULATED = 'builds: simulated (KWOK): each build Job "succeeds" after a second with a made-up digest';
+const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/** Last started, first stopped; a stop that hangs does not keep the cluster up. */
+async function runStops(stops: Stop[]): Promise<void> {
+  for (const s of stops.reverse()) {
+    await Promise.race([s().catch((err) => log(`while stopping: ${message(err)}`)), sleep(10_000)]);
+  }
+}
+
 /** CRD and roles, the demo repository, the operator, the App; then what to try. */
-async function setUp(cluster: Cluster, cache: string, started: number): Promise<void> {
+async function setUp(
+  cluster: Cluster,
+  cache: string,
+  started: number,
+  host: RealBuildHost | undefined,
+  onStop: (s: Stop) => void,
+): Promise<void> {
   // The CRD, the user roles and the intents policy, as `make deploy` installs them.
   const files = [
     'crd/teal.dev_apps.yaml',
@@ -72,8 +130,27 @@ async function setUp(cluster: Cluster, cache: string, started: number): Promise<
   for (const file of files) {
     await kubectlApply(cluster, readFileSync(join(root, 'config', file), 'utf8'));
   }
-  const demo = await prepareDemo(join(cache, 'demo'), `http://${HTTP_ADDR}/webhooks/generic`);
-  const logPath = join(cache, 'demo', 'operator.log');
+  const demoDir = join(cache, 'demo');
+  const site = host ? await serveDemoRepository(demoDir, onStop) : undefined;
+  const demo = await prepareDemo(demoDir, `http://${HTTP_ADDR}/webhooks/generic`, {
+    repositoryUrl: site?.repositoryUrl,
+  });
+  const runnerLog = join(demoDir, 'build-runner.log');
+  if (host && site) await startRealBuilds(cluster, host, site, runnerLog, onStop);
+  const logPath = join(demoDir, 'operator.log');
+  await startOperator(cluster, demo, logPath, host === undefined);
+  await kubectlApply(cluster, host ? realBuildApp(demo.manifest, host.registry) : demo.manifest);
+  printWhatToTry({
+    cluster,
+    demo,
+    logPath,
+    started,
+    real: host && site && { registry: host.registry, runnerLog, repositoryUrl: site.repositoryUrl },
+  });
+}
+
+/** The operator from source, its logs to a file so that what to try stays on screen; resolves once ready. */
+async function startOperator(cluster: Cluster, demo: Demo, logPath: string, fileGit: boolean): Promise<void> {
   const logFile = openSync(logPath, 'w');
   const operator = spawn(
     process.execPath,
@@ -81,11 +158,11 @@ async function setUp(cluster: Cluster, cache: string, started: number): Promise<
       join(root, 'src/main.ts'),
       `--kubeconfig=${cluster.kubeconfig}`,
       '--leader-elect=false',
-      '--allow-file-git',
+      // The simulated mode follows the bare repository by its file:// URL.
+      ...(fileGit ? ['--allow-file-git'] : []),
       `--http-addr=${HTTP_ADDR}`,
       `--webhook-secret-file=${demo.secretFile}`,
     ],
-    // To a file, so that what to try stays on screen.
     { stdio: ['ignore', logFile, logFile] },
   );
   operator.once('exit', (code) => {
@@ -93,23 +170,39 @@ async function setUp(cluster: Cluster, cache: string, started: number): Promise<
   });
   process.once('exit', () => operator.kill('SIGTERM'));
   await waitForOperator(operator);
-  await kubectlApply(cluster, demo.manifest);
+}
+
+interface WhatToTry {
+  cluster: Cluster;
+  demo: Demo;
+  logPath: string;
+  started: number;
+  real: { registry: Registry; runnerLog: string; repositoryUrl: string } | undefined;
+}
+
+function printWhatToTry({ cluster, demo, logPath, started, real }: WhatToTry): void {
   const change = demo.reused
     ? `echo "# $(date)" >> app.py && git commit -qam "Another change"`
     : `sed -i 's/clear sky/light rain/' sample_data.json && git commit -qam "Seoul: light rain"`;
+  const builds = real
+    ? `builds: real (BuildKit, rootless) pushing to ${real.registry.address}: the build runner runs each
+build pod of namespace ${REAL_NAMESPACE} (kubectl's namespace here) on this machine; its log: ${real.runnerLog}`
+    : SIMULATED;
   console.log(`
 Teal is up in ${((Date.now() - started) / 1000).toFixed(1)}s: a real kube-apiserver, etcd, controller-manager and
 scheduler on 127.0.0.1 with pods simulated by KWOK, the CRDs, and the operator with its
 HTTP API on http://${HTTP_ADDR}; its logs: tail -f ${logPath}
+${builds}
 
 The weather app (examples/weather-app) is ${demo.reused ? 'the clone from your last run' : 'a fresh git repository'}, and its App is applied:
   working clone  ${demo.clone}
-  remote         ${demo.remote}   (its post-receive hook sends Teal a signed webhook)
+  remote         ${demo.remote}${real ? `, served as ${real.repositoryUrl}` : ''}
+                 (its post-receive hook sends Teal a signed webhook)
 
 In another shell:
   export KUBECONFIG=${cluster.kubeconfig}
   export PATH=${join(root, 'bin')}:${cluster.binDir}:$PATH     # kubectl v1.36 and kubectl teal
-  kubectl teal get weather --watch          # the build Job, then revision 1 goes live
+  kubectl teal get weather --watch          # the build Job, then revision 1 goes live${real ? realBuildHints(real.registry, demo.clone) : ''}
 
   cd ${demo.clone}
   ${change} && git push
@@ -119,15 +212,28 @@ In another shell:
   kubectl teal status weather
 
 examples/weather-app/README.md walks through abort, retry and the rest; docs/analysis.md explains the checks.
-Ctrl-C stops the operator and the cluster, and removes them (the clone stays, for next time).`);
+Ctrl-C stops the operator${real ? ', the build runner, the registry' : ''} and the cluster, and removes them (the clone stays, for next time).`);
+}
+
+/** BuildKit pushes OCI manifests; the registry answers with a kind the client accepts. */
+const OCI_ACCEPT = 'application/vnd.oci.image.manifest.v1+json, application/vnd.oci.image.index.v1+json';
+
+/** Each image is pushed as team/weather:<commit>; the App deploys the digest the registry gives for it. */
+function realBuildHints(registry: Registry, clone: string): string {
+  return `
+  kubectl teal logs weather -f              # BuildKit's own log of the build
+  kubectl get app weather -o jsonpath='{.status.active.image}'   # the image it deployed, by digest
+  curl -sI -H 'Accept: ${OCI_ACCEPT}' \\
+    ${registry.url}/v2/team/weather/manifests/$(git -C ${clone} rev-parse HEAD) | grep -i docker-content-digest`;
 }
 
 const command = process.argv[2];
 if (command === 'build') {
   console.log(await ensureBinaries(log));
 } else if (command === 'up') {
-  await up();
+  // make dev REAL_BUILDS=1 passes --real-builds.
+  await up(process.argv.includes('--real-builds') || process.env.TEAL_REAL_BUILDS === '1');
 } else {
-  console.error('usage: cluster.ts build|up');
+  console.error('usage: cluster.ts build|up [--real-builds]');
   process.exit(2);
 }

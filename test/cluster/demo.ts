@@ -28,7 +28,16 @@ export interface Demo {
 
 const author = { name: 'Teal demo', email: 'demo@teal.invalid' };
 
-export async function prepareDemo(workdir: string, webhookUrl: string): Promise<Demo> {
+export interface DemoOptions {
+  /**
+   * The URL the App follows and the hook announces: by default the bare
+   * repository's file:// URL (the operator's --allow-file-git); the real-build
+   * mode serves it over HTTPS (real-dev.ts).
+   */
+  repositoryUrl?: string;
+}
+
+export async function prepareDemo(workdir: string, webhookUrl: string, options: DemoOptions = {}): Promise<Demo> {
   const remote = join(workdir, 'weather-app.git');
   const clone = join(workdir, 'weather-app');
   const secretFile = join(workdir, 'webhook-secret');
@@ -46,14 +55,15 @@ export async function prepareDemo(workdir: string, webhookUrl: string): Promise<
     await git.add('.').commit('weather-app: first version');
     await git.addRemote('origin', remote).push(['--set-upstream', 'origin', 'main']);
   }
+  const url = options.repositoryUrl ?? pathToFileURL(remote).href;
   const hook = join(remote, 'hooks/post-receive');
   writeFileSync(
     hook,
-    `#!/bin/sh\n# Tells the local Teal about the push (signed generic webhook); polling is the fallback.\nexec "${process.execPath}" "${HOOK}" "${webhookUrl}" "${secretFile}" "${pathToFileURL(remote).href}"\n`,
+    `#!/bin/sh\n# Tells the local Teal about the push (signed generic webhook); polling is the fallback.\nexec "${process.execPath}" "${HOOK}" "${webhookUrl}" "${secretFile}" "${url}"\n`,
   );
   chmodSync(hook, 0o755);
-  const manifest = readFileSync(join(EXAMPLE, 'app.yaml'), 'utf8').replace(PLACEHOLDER_URL, pathToFileURL(remote).href);
-  if (!manifest.includes(pathToFileURL(remote).href)) {
+  const manifest = readFileSync(join(EXAMPLE, 'app.yaml'), 'utf8').replace(PLACEHOLDER_URL, url);
+  if (!manifest.includes(url)) {
     throw new Error(`examples/weather-app/app.yaml no longer holds the url ${PLACEHOLDER_URL}`);
   }
   return { remote, clone, manifest, secretFile, reused };
