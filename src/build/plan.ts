@@ -149,12 +149,27 @@ export function planBuild(input: BuildPlanInput): BuildPlan {
     return { actions, build: { ...base, phase: 'Failed', message: failure }, running: false, failure };
   }
   if (current.outcome === 'Failed') {
-    const logs = lastLines(pod?.message ?? '');
+    const logs = usageError(pod?.message ?? '') ?? lastLines(pod?.message ?? '');
     const failure = [current.failureMessage, logs].filter(Boolean).join(': ') || 'the build Job failed';
     return { actions, build: { ...base, phase: 'Failed', message: failure }, running: false, failure };
   }
   const phase = pod?.phase === 'Running' ? 'Running' : 'Pending';
   return { actions, build: { ...base, phase }, running: true };
+}
+
+/**
+ * A command that fails before it builds (kaniko, cobra-style) prints its error
+ * and then its whole usage: the tail would be flags. The error line is the news.
+ */
+export function usageError(text: string, max = 1024): string | undefined {
+  const lines = text.split('\n');
+  const usage = lines.findIndex((l) => l.startsWith('Usage:'));
+  if (usage < 0) return undefined;
+  const error = lines
+    .slice(0, usage)
+    .reverse()
+    .find((l) => l.startsWith('Error:'));
+  return error ? error.trim().slice(0, max) : undefined;
 }
 
 /** The tail of a build log for status: a few lines, bounded. */

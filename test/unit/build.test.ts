@@ -9,7 +9,14 @@ import type { App } from '../../src/app/schema.ts';
 import { validateApp } from '../../src/app/validate.ts';
 import { DEFAULT_BUILD_IMAGES } from '../../src/build/images.ts';
 import { buildJobManifest, buildJobName, buildSpecHash, gitContextUrl } from '../../src/build/job.ts';
-import { BUILD_HISTORY, type ObservedBuildPod, type ObservedJob, planBuild } from '../../src/build/plan.ts';
+import {
+  BUILD_HISTORY,
+  lastLines,
+  type ObservedBuildPod,
+  type ObservedJob,
+  planBuild,
+  usageError,
+} from '../../src/build/plan.ts';
 import { imageRepository, pushSecretName, registryProblem } from '../../src/build/registry.ts';
 import { gitApp } from '../fixtures/apps.ts';
 
@@ -400,5 +407,29 @@ describe('planBuild', () => {
     const a = app();
     const plain = { ...a, spec: { ...a.spec, image: 'repo/app:1', source: undefined, build: undefined } };
     expect(planBuild({ app: plain, jobs: [], pods: [], images }).actions).toEqual([]);
+  });
+});
+
+describe('the failure a build pod leaves', () => {
+  it('is its error line when the engine printed its usage after it (kaniko failing before the build)', () => {
+    const log = [
+      'Enumerating objects: 14, done.',
+      'Counting objects:  14% (2/14)',
+      'Error: error resolving source context: authentication required',
+      'Usage:',
+      '  executor [flags]',
+      '  executor [command]',
+      '',
+      'Flags:',
+      '      --snapshot-mode string   Change the file attributes inspected during snapshotting (default "full")',
+      'Use "executor [command] --help" for more information about a command.',
+    ].join('\n');
+    expect(usageError(log)).toBe('Error: error resolving source context: authentication required');
+    expect(lastLines(log)).toContain('--snapshot-mode');
+  });
+
+  it('is the tail of the log otherwise', () => {
+    const log = '#5 [2/2] RUN exit 3\nERROR: process "/bin/sh -c exit 3" did not complete successfully: exit code: 3';
+    expect(usageError(log)).toBeUndefined();
   });
 });
