@@ -24,7 +24,7 @@ import {
   serveDemoRepository,
   startRealBuilds,
 } from './real-dev.ts';
-import type { Registry } from './registry.ts';
+import { MANIFEST_ACCEPT, type Registry } from './registry.ts';
 
 const log = (line: string) => console.error(line);
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -215,15 +215,13 @@ examples/weather-app/README.md walks through abort, retry and the rest; docs/ana
 Ctrl-C stops the operator${real ? ', the build runner, the registry' : ''} and the cluster, and removes them (the clone stays, for next time).`);
 }
 
-/** BuildKit pushes OCI manifests; the registry answers with a kind the client accepts. */
-const OCI_ACCEPT = 'application/vnd.oci.image.manifest.v1+json, application/vnd.oci.image.index.v1+json';
-
 /** Each image is pushed as team/weather:<commit>; the App deploys the digest the registry gives for it. */
 function realBuildHints(registry: Registry, clone: string): string {
   return `
   kubectl teal logs weather -f              # BuildKit's own log of the build
   kubectl get app weather -o jsonpath='{.status.active.image}'   # the image it deployed, by digest
-  curl -sI -H 'Accept: ${OCI_ACCEPT}' \\
+  # Every manifest kind in Accept: else the registry converts the manifest, digest and all.
+  curl -sI -H 'Accept: ${MANIFEST_ACCEPT}' \\
     ${registry.url}/v2/team/weather/manifests/$(git -C ${clone} rev-parse HEAD) | grep -i docker-content-digest`;
 }
 
