@@ -1,13 +1,14 @@
 // A real Prometheus for the tests, from Debian's package (install-prometheus.sh),
 // on 127.0.0.1 with its own configuration and a data folder that goes with it.
 // Free of vitest, like the rest of test/cluster, so that `make dev` may use it.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../support/ports.ts';
 import { waitFor } from '../support/wait.ts';
+import { type Supervised, supervise } from './supervised.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -103,13 +104,7 @@ async function startOnFreePort(binary: string, workdir: string, configFile: stri
   }
 }
 
-interface Launched {
-  child: ChildProcess;
-  logs: () => string;
-  stop: () => Promise<void>;
-}
-
-function launch(binary: string, workdir: string, configFile: string, port: number): Launched {
+function launch(binary: string, workdir: string, configFile: string, port: number): Supervised {
   const dataDir = join(workdir, 'data');
   const child = spawn(
     binary,
@@ -124,32 +119,10 @@ function launch(binary: string, workdir: string, configFile: string, port: numbe
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
-  let output = '';
-  const collect = (chunk: Buffer) => {
-    output += chunk.toString();
-  };
-  child.stdout?.on('data', collect);
-  child.stderr?.on('data', collect);
-  // A binary that cannot start emits error (its exitCode set), then close.
-  child.once('error', (err) => {
-    output += `${err.message}\n`;
-  });
-  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
-  // A test process that ends without afterAll (a crash, Ctrl-C) must not leave Prometheus behind.
-  const killOnExit = () => child.kill('SIGKILL');
-  process.once('exit', killOnExit);
-  return {
-    child,
-    logs: () => output,
-    stop: async () => {
-      process.off('exit', killOnExit);
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      await exited;
-    },
-  };
+  return supervise(child);
 }
 
-async function waitUntilReady(started: Launched, port: number): Promise<void> {
+async function waitUntilReady(started: Supervised, port: number): Promise<void> {
   // waitFor retries on errors, so an exit is an answer, not a throw: it ends the wait at once.
   const outcome = await waitFor('Prometheus to be ready', async () => {
     if (started.child.exitCode !== null || started.child.signalCode !== null) return 'exited';
@@ -159,7 +132,7 @@ async function waitUntilReady(started: Launched, port: number): Promise<void> {
   if (outcome === 'exited') throw new Error(`prometheus exited (${started.child.exitCode}):\n${started.logs()}`);
 }
 
-function handle(started: Launched, workdir: string, port: number): Prometheus {
+function handle(started: Supervised, workdir: string, port: number): Prometheus {
   return {
     url: `http://127.0.0.1:${port}`,
     port,

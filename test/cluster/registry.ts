@@ -3,7 +3,7 @@
 // temporary folder that goes with it, and htpasswd auth when asked. BuildKit and
 // kaniko push plain HTTP to 127.0.0.1 without any flag; any other name needs TLS.
 // Free of vitest, like the rest of test/cluster.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../support/ports.ts';
 import { waitFor } from '../support/wait.ts';
+import { type Supervised, supervise } from './supervised.ts';
 
 const run = promisify(execFile);
 
@@ -97,41 +98,14 @@ async function writeHtpasswd(workdir: string, auth: RegistryAuth): Promise<strin
   return file;
 }
 
-interface Launched {
-  child: ChildProcess;
-  logs: () => string;
-  stop: () => Promise<void>;
-}
-
-function launch(configFile: string): Launched {
+function launch(configFile: string): Supervised {
   // REGISTRY_* variables override the config file: none of the caller's may leak in.
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('REGISTRY_')));
   const child = spawn(REGISTRY_BINARY, ['serve', configFile], { stdio: ['ignore', 'pipe', 'pipe'], env });
-  let output = '';
-  const collect = (chunk: Buffer) => {
-    output += chunk.toString();
-  };
-  child.stdout?.on('data', collect);
-  child.stderr?.on('data', collect);
-  child.once('error', (err) => {
-    output += `${err.message}\n`;
-  });
-  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
-  // A test process that ends without afterAll (a crash, Ctrl-C) must not leave the registry behind.
-  const killOnExit = () => child.kill('SIGKILL');
-  process.once('exit', killOnExit);
-  return {
-    child,
-    logs: () => output,
-    stop: async () => {
-      process.off('exit', killOnExit);
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      await exited;
-    },
-  };
+  return supervise(child);
 }
 
-async function waitUntilAnswering(started: Launched, port: number): Promise<void> {
+async function waitUntilAnswering(started: Supervised, port: number): Promise<void> {
   // Any HTTP answer will do: with auth, /v2/ answers 401 once it is up.
   // waitFor retries on errors, so an exit is an answer, not a throw: it ends the wait at once.
   const outcome = await waitFor('the registry to answer /v2/', async () => {
@@ -142,7 +116,7 @@ async function waitUntilAnswering(started: Launched, port: number): Promise<void
   if (outcome === 'exited') throw new Error(`docker-registry exited (${started.child.exitCode}):\n${started.logs()}`);
 }
 
-function handle(started: Launched, workdir: string, port: number, auth: RegistryAuth | undefined): Registry {
+function handle(started: Supervised, workdir: string, port: number, auth: RegistryAuth | undefined): Registry {
   return {
     address: `127.0.0.1:${port}`,
     url: `http://127.0.0.1:${port}`,
