@@ -87,6 +87,18 @@ export function buildSpecProblems(app: App, defaults: BuildDefaults = {}): strin
   return problems;
 }
 
+/**
+ * Credentials the engine cannot send: kaniko takes git credentials as a user
+ * and password only, so a Secret with just a bearerToken (which the operator's
+ * ls-remote accepts) would build without any and fail on the server's refusal.
+ */
+function credentialProblem(app: App, keys: readonly string[] | undefined): string | undefined {
+  if (app.spec.build?.engine !== 'kaniko' || !keys?.includes('bearerToken') || keys.includes('password'))
+    return undefined;
+  const secret = app.spec.source?.git.secretRef?.name;
+  return `spec.build.engine: kaniko sends git credentials as "username" and "password", and Secret "${secret}" has only a "bearerToken": use engine buildkit, or give the Secret a username and password`;
+}
+
 export function planBuild(input: BuildPlanInput): BuildPlan {
   const { app, jobs, pods, defaults = {} } = input;
   const source = app.status?.source;
@@ -113,6 +125,15 @@ export function planBuild(input: BuildPlanInput): BuildPlan {
     actions.push({ kind: 'deleteJob', name: job.name, why: 'build history limit' });
 
   if (!current) {
+    const refused = credentialProblem(app, input.gitSecretKeys);
+    if (refused) {
+      return {
+        actions,
+        build: { commit, job: '', phase: 'Failed', message: refused },
+        running: false,
+        failure: refused,
+      };
+    }
     const manifest = buildJobManifest({
       app,
       commit,

@@ -433,3 +433,29 @@ describe('the failure a build pod leaves', () => {
     expect(usageError(log)).toBeUndefined();
   });
 });
+
+describe('credentials the engine cannot send', () => {
+  const kaniko = () =>
+    app(C1, (x) => {
+      if (x.spec.build) x.spec.build.engine = 'kaniko';
+    });
+
+  it('kaniko with a bearerToken-only git Secret: no Job, a failed build naming the field and the fix', () => {
+    const plan = planBuild({ app: kaniko(), jobs: [], pods: [], images, gitSecretKeys: ['bearerToken'] });
+    expect(plan.actions).toEqual([]);
+    expect(plan.build?.phase).toBe('Failed');
+    expect(plan.failure).toMatch(
+      /^spec\.build\.engine: kaniko sends git credentials as "username" and "password".*use engine buildkit/,
+    );
+  });
+
+  it('kaniko with username and password, and BuildKit with a bearerToken, make their Job', () => {
+    expect(
+      planBuild({ app: kaniko(), jobs: [], pods: [], images, gitSecretKeys: ['username', 'password'] }).actions[0]
+        ?.kind,
+    ).toBe('createJob');
+    expect(planBuild({ app: app(), jobs: [], pods: [], images, gitSecretKeys: ['bearerToken'] }).actions[0]?.kind).toBe(
+      'createJob',
+    );
+  });
+});
