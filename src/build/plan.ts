@@ -99,6 +99,21 @@ function credentialProblem(app: App, keys: readonly string[] | undefined): strin
   return `spec.build.engine: kaniko sends git credentials as "username" and "password", and Secret "${secret}" has only a "bearerToken": use engine buildkit, or give the Secret a username and password`;
 }
 
+/** Builds of other commits or settings: a running one is superseded; finished ones are kept up to BUILD_HISTORY. */
+function retiredJobs(others: readonly ObservedJob[], commit: string): BuildAction[] {
+  const actions: BuildAction[] = [];
+  for (const job of others) {
+    if (job.outcome === undefined) {
+      actions.push({ kind: 'deleteJob', name: job.name, why: `superseded by ${commit.slice(0, 12)}` });
+    }
+  }
+  const finished = others.filter((j) => j.outcome !== undefined).sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+  for (const job of finished.slice(BUILD_HISTORY)) {
+    actions.push({ kind: 'deleteJob', name: job.name, why: 'build history limit' });
+  }
+  return actions;
+}
+
 export function planBuild(input: BuildPlanInput): BuildPlan {
   const { app, jobs, pods, defaults = {} } = input;
   const source = app.status?.source;
@@ -111,18 +126,12 @@ export function planBuild(input: BuildPlanInput): BuildPlan {
   const live = jobs.filter((j) => !j.deleting);
   const isCurrent = (j: ObservedJob) => j.commit === commit && j.buildSpec === spec;
   const current = live.find(isCurrent);
-
-  // A newer commit, or new build settings, supersede a running build.
-  for (const job of live) {
-    if (!isCurrent(job) && job.outcome === undefined) {
-      actions.push({ kind: 'deleteJob', name: job.name, why: `superseded by ${commit.slice(0, 12)}` });
-    }
-  }
-  const finished = live
-    .filter((j) => !isCurrent(j) && j.outcome !== undefined)
-    .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
-  for (const job of finished.slice(BUILD_HISTORY))
-    actions.push({ kind: 'deleteJob', name: job.name, why: 'build history limit' });
+  actions.push(
+    ...retiredJobs(
+      live.filter((j) => !isCurrent(j)),
+      commit,
+    ),
+  );
 
   if (!current) {
     const refused = credentialProblem(app, input.gitSecretKeys);
