@@ -317,6 +317,12 @@ export const HistoryEntrySchema = z.strictObject({
 
 export const ANALYSIS_KINDS = ['pre', 'post'] as const;
 
+/** Each kind's field: in spec.strategy.blueGreen (its checks) and in status (its latest run). */
+export const ANALYSIS_FIELD = {
+  pre: 'prePromotionAnalysis',
+  post: 'postPromotionAnalysis',
+} as const satisfies Record<(typeof ANALYSIS_KINDS)[number], string>;
+
 export const AppAnalysisRunSchema = AnalysisRunStatusSchema.extend({
   revision: z.int().min(1),
   podTemplateHash: z.string().max(63),

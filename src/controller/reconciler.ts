@@ -11,7 +11,7 @@ import type { AnalysisTemplateSpec } from '../analysis/schema.ts';
 import type { ValueProblem } from '../app/cluster-values.ts';
 import { parseDuration } from '../app/duration.ts';
 import { type Intent, readIntents, readRefreshRequest } from '../app/intents.ts';
-import type { App, AppStatus } from '../app/schema.ts';
+import { ANALYSIS_FIELD, type App, type AppStatus } from '../app/schema.ts';
 import { validateApp } from '../app/validate.ts';
 import type { BuildImages } from '../build/images.ts';
 import { buildSpecHash } from '../build/job.ts';
@@ -292,9 +292,10 @@ export class Reconciler {
   private measure(r: Reconciliation): void {
     const { namespace, name, uid } = r.cached.metadata;
     const keys = new Set(
-      [r.status.prePromotionAnalysis, r.status.postPromotionAnalysis].flatMap((run) =>
-        run ? inFlight(run).map((m) => m.key) : [],
-      ),
+      Object.values(ANALYSIS_FIELD).flatMap((field) => {
+        const run = r.status[field];
+        return run ? inFlight(run).map((m) => m.key) : [];
+      }),
     );
     this.o.analysis.dispatch({ key: r.key, namespace, name, uid: uid ?? '' }, r.measurements ?? [], keys);
   }

@@ -407,15 +407,13 @@ export function viewOfApp(
 }
 
 /** What checksView reads of status: a run's revision, hash, phase and message. */
+type Ref = { revision: number; podTemplateHash?: string | undefined };
+type RunRef = Ref & { phase: RunPhase; message?: string | undefined };
 interface ChecksStatus {
-  active?: { revision: number; podTemplateHash?: string | undefined } | undefined;
-  stable?: { revision: number; podTemplateHash?: string | undefined } | undefined;
-  prePromotionAnalysis?:
-    | { revision: number; podTemplateHash?: string | undefined; phase: RunPhase; message?: string | undefined }
-    | undefined;
-  postPromotionAnalysis?:
-    | { revision: number; podTemplateHash?: string | undefined; phase: RunPhase; message?: string | undefined }
-    | undefined;
+  active?: Ref | undefined;
+  stable?: Ref | undefined;
+  prePromotionAnalysis?: RunRef | undefined;
+  postPromotionAnalysis?: RunRef | undefined;
 }
 
 /**

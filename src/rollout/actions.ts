@@ -4,7 +4,7 @@
 // App, and a refusal becomes a Normal or Warning event. Nothing here touches
 // the cluster.
 import type { Intent } from '../app/intents.ts';
-import type { App, AppStatus } from '../app/schema.ts';
+import { ANALYSIS_FIELD, type App, type AppStatus } from '../app/schema.ts';
 import { type ActionView, actionVerdict, checksView, type Refused, type RevisionRef } from './action-rules.ts';
 import type { PlannerEvent } from './cluster-actions.ts';
 import { appendHistory, historyEntry } from './history.ts';
@@ -104,7 +104,7 @@ export function applyIntent(ctx: ActionContext, intent: Intent): PlannerEvent {
       const revision = verdict.revision ?? status.abort?.revision;
       delete status.abort;
       // The revision goes again, checks and all: its finished runs no longer count.
-      for (const field of ['prePromotionAnalysis', 'postPromotionAnalysis'] as const) {
+      for (const field of Object.values(ANALYSIS_FIELD)) {
         const run = status[field];
         if (run && run.phase !== 'Running' && run.revision === revision) delete status[field];
       }

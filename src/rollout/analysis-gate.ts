@@ -15,7 +15,7 @@ import type { ArgSource, Builtins } from '../analysis/args.ts';
 import { runIdOf } from '../analysis/job.ts';
 import { cancelRun, inFlight, recordMeasurement, startRun, stepRun } from '../analysis/run.ts';
 import type { AnalysisRunStatus, Check, MeasurementStatus, RunPhase } from '../analysis/schema.ts';
-import type { AnalysisKind, AppAnalysisRun, AppStatus } from '../app/schema.ts';
+import { ANALYSIS_FIELD, type AnalysisKind, type AppAnalysisRun, type AppStatus } from '../app/schema.ts';
 import { sha } from '../build/job.ts';
 import type { MeasureRequest } from './cluster-actions.ts';
 import { condition, type Desired, emit, type Planner } from './planner.ts';
@@ -35,10 +35,6 @@ export interface RunSpec {
   args: ArgSource[];
 }
 
-const FIELD: Record<AnalysisKind, 'prePromotionAnalysis' | 'postPromotionAnalysis'> = {
-  pre: 'prePromotionAnalysis',
-  post: 'postPromotionAnalysis',
-};
 const WORDS: Record<AnalysisKind, string> = { pre: 'pre-promotion checks', post: 'post-promotion checks' };
 
 const OPEN_NONE: Gate = { state: 'open', why: 'none' };
@@ -158,21 +154,21 @@ export function startPostChecks(p: Planner, desired: Desired, fastTrack: boolean
 
 /** Ends whatever run is still measuring: an abort, or a revision no longer wanted. */
 export function cancelRunning(p: Planner, kind: AnalysisKind, reason: string): void {
-  const run = p.status[FIELD[kind]];
+  const run = p.status[ANALYSIS_FIELD[kind]];
   if (run?.phase !== 'Running') return;
   const cancelled = {
     ...cancelRun(run, reason, p.nowMs),
     revision: run.revision,
     podTemplateHash: run.podTemplateHash,
   };
-  p.status[FIELD[kind]] = cancelled;
+  p.status[ANALYSIS_FIELD[kind]] = cancelled;
   emit(p, { type: 'Normal', reason: ER.AnalysisRunCancelled, message: runWords(kind, cancelled) });
 }
 
 /** A run for another revision than the one releasing is no longer wanted. */
 export function cancelStaleRuns(p: Planner, desired: Desired | undefined): void {
   for (const kind of ['pre', 'post'] as const) {
-    const run = p.status[FIELD[kind]];
+    const run = p.status[ANALYSIS_FIELD[kind]];
     if (run?.phase === 'Running' && run.podTemplateHash !== desired?.hash) {
       cancelRunning(
         p,
@@ -194,7 +190,7 @@ export function pruneAnalysisJobs(p: Planner): void {
   const before = new Set<string>();
   const now = new Set<string>();
   const latest = new Set<string>();
-  for (const field of Object.values(FIELD)) {
+  for (const field of Object.values(ANALYSIS_FIELD)) {
     for (const m of inFlightOf(p.app.status?.[field])) before.add(m);
     for (const m of inFlightOf(p.status[field])) now.add(m);
     const run = p.status[field];
@@ -219,12 +215,9 @@ const inFlightOf = (run: AnalysisRunStatus | undefined): string[] => (run ? inFl
 
 /** The run of this kind for this revision that still counts, or undefined when a new one is due. */
 function currentRun(p: Planner, kind: AnalysisKind, spec: RunSpec, desired: Desired): AppAnalysisRun | undefined {
-  const run = p.status[FIELD[kind]];
-  if (!run || run.podTemplateHash !== desired.hash) {
-    if (run?.phase === 'Running')
-      cancelRunning(p, kind, `revision ${desired.number} replaced revision ${run.revision}`);
-    return undefined;
-  }
+  const run = p.status[ANALYSIS_FIELD[kind]];
+  // A run of another revision was cancelled already (cancelStaleRuns): it does not count here.
+  if (!run || run.podTemplateHash !== desired.hash) return undefined;
   if (run.phase === 'Running' && !measuresSameChecks(spec, run)) {
     cancelRunning(p, kind, 'the checks changed');
     return undefined;
@@ -276,7 +269,7 @@ function advance(p: Planner, kind: AnalysisKind, spec: RunSpec, run: AppAnalysis
     podTemplateHash: run.podTemplateHash,
     ...(run.specHash !== undefined ? { specHash: run.specHash } : {}),
   };
-  p.status[FIELD[kind]] = next;
+  p.status[ANALYSIS_FIELD[kind]] = next;
   reportMeasurements(p, kind, run.revision, before, next);
   if (before.phase === 'Running' && next.phase !== 'Running') reportEnd(p, kind, next);
   return next;

@@ -6,14 +6,9 @@
 import { assembleRun } from '../analysis/assemble.ts';
 import { checkCondition } from '../analysis/condition.ts';
 import type { Analysis, Check } from '../analysis/schema.ts';
-import type { AnalysisKind, App } from '../app/schema.ts';
+import { ANALYSIS_FIELD, type App } from '../app/schema.ts';
 import type { RunSpec } from './analysis-gate.ts';
 import type { AnalysisObserved } from './planner.ts';
-
-const FIELD: Record<AnalysisKind, 'prePromotionAnalysis' | 'postPromotionAnalysis'> = {
-  pre: 'prePromotionAnalysis',
-  post: 'postPromotionAnalysis',
-};
 
 export interface AnalysisSpecs {
   runs: { pre?: RunSpec; post?: RunSpec };
@@ -24,9 +19,9 @@ export function analysisSpecs(app: App, observed: AnalysisObserved | undefined):
   const runs: AnalysisSpecs['runs'] = {};
   const problems: string[] = [];
   for (const kind of ['pre', 'post'] as const) {
-    const analysis = app.spec.strategy.blueGreen[FIELD[kind]];
+    const analysis = app.spec.strategy.blueGreen[ANALYSIS_FIELD[kind]];
     if (!analysis) continue;
-    const field = `spec.strategy.blueGreen.${FIELD[kind]}`;
+    const field = `spec.strategy.blueGreen.${ANALYSIS_FIELD[kind]}`;
     const found = runSpec(analysis, observed, field);
     if (found.ok) runs[kind] = found.spec;
     else problems.push(...found.problems);

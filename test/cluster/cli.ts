@@ -108,7 +108,10 @@ const message = (err: unknown) => (err instanceof Error ? err.message : String(e
 /** Last started, first stopped; a stop that hangs does not keep the cluster up. */
 async function runStops(stops: Stop[]): Promise<void> {
   for (const s of stops.reverse()) {
-    await Promise.race([s().catch((err) => log(`while stopping: ${message(err)}`)), sleep(10_000)]);
+    await Promise.race([
+      s().catch((err) => log(`while stopping: ${message(err)}`)),
+      sleep(10_000, undefined, { ref: false }),
+    ]);
   }
 }
 
