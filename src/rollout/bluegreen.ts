@@ -48,6 +48,7 @@ import {
   hasServed,
   isAborted,
   isFastTracked,
+  isPhaseNews,
   isPromotionRequested,
   isRollBackTo,
   parseTime,
@@ -300,7 +301,7 @@ function steady(p: Planner, r: Rollout, desired: Desired): Progress {
   if (gate.state === 'failed') return abortForChecks(p, r, desired, 'post', gate.message);
   const rs = r.byHash.get(desired.hash);
   if (!rs) {
-    createReplicaSet(p, desired, r.replicas, ER.FastTrack, 'the active revision had no ReplicaSet');
+    createReplicaSet(p, desired, r.replicas, 'recreated: the active revision had no ReplicaSet');
     return {
       checks,
       phase: 'Progressing',
@@ -341,9 +342,8 @@ function release(p: Planner, r: Rollout, desired: Desired): Progress {
 
   if (!rs) {
     const promoting = fastTrack || isPromotionRequested(status, desired.hash);
-    const reason = !r.activeHash ? ER.FirstRelease : fastTrack ? ER.FastTrack : ER.PreviewCreated;
-    const size = promoting ? r.replicas : r.previewCount;
-    createReplicaSet(p, desired, size, reason, promoting ? 'going active' : 'preview');
+    const what = !r.activeHash ? 'first release' : fastTrack ? 'fast track' : promoting ? 'promoted' : 'preview';
+    createReplicaSet(p, desired, promoting ? r.replicas : r.previewCount, what);
     return { ...inPreview, ...waitingFor(desired, undefined, promoting ? 'full' : 'preview', r) };
   }
   const previewReady = isAvailableAt(rs, r.previewCount);
@@ -502,7 +502,7 @@ function summarize(p: Planner, r: Rollout, progress: Progress): void {
   const promotedWhy = waitingForChecks ? CR.WaitingForAnalysis : promotedReason(promoted, phase, r.paused);
   condition(p, 'Promoted', promoted ? 'True' : 'False', promotedWhy, message);
   condition(p, 'Ready', phase === 'Healthy' ? 'True' : 'False', byChecks ? CR.AnalysisFailed : phase, message);
-  if (status.phase !== phase) {
+  if (isPhaseNews(status.phase, phase)) {
     emit(p, { type: phase === 'Degraded' ? 'Warning' : 'Normal', reason: `Phase${phase}`, message });
   }
   status.phase = phase;
@@ -544,11 +544,14 @@ function switchActive(p: Planner, r: Rollout, rs: ObservedReplicaSet): void {
       `revision ${previous.revision} was replaced by revision ${rs.revision}`,
     );
   }
-  emit(p, {
-    type: 'Normal',
-    reason: ER.SwitchedActive,
-    message: `active Service ${activeServiceName(p)} now selects revision ${rs.revision}${previous ? ` (was ${previous.revision})` : ''}`,
-  });
+  // The first selection is no switch: the Healthy Event that follows says which revision serves.
+  if (r.activeHash) {
+    emit(p, {
+      type: 'Normal',
+      reason: ER.SwitchedActive,
+      message: `active Service ${activeServiceName(p)} now selects revision ${rs.revision}${previous ? ` (was ${previous.revision})` : ''}`,
+    });
+  }
   recordActivation(p, rs, fastTrack, postChecks);
 }
 

@@ -3,7 +3,7 @@
 // isBlueGreenFastTracked and IsSaturated), apart from the steps that act on them.
 
 import { rfc3339Time } from '../app/cluster-values.ts';
-import type { AppStatus } from '../app/schema.ts';
+import type { AppStatus, Phase } from '../app/schema.ts';
 import type { ObservedReplicaSet } from './observed.ts';
 
 /**
@@ -116,4 +116,14 @@ export function isRollBackTo(status: AppStatus, hash: string): boolean {
     status.stable?.podTemplateHash === hash &&
     hash !== active
   );
+}
+
+/**
+ * Whether a change of phase is worth an Event: any change, except a new
+ * App's first step into Progressing, which only says that work began (the
+ * ReplicaSet's own Event says that, and Healthy follows).
+ */
+export function isPhaseNews(before: Phase | undefined, after: Phase): boolean {
+  if (before === after) return false;
+  return before !== undefined || after !== 'Progressing';
 }

@@ -38,9 +38,6 @@ export const ConditionReason = {
 /** Reasons on the Events the planner records on the App. */
 export const EventReason = {
   InvalidSpec: 'InvalidSpec',
-  FirstRelease: 'FirstRelease',
-  FastTrack: 'FastTrack',
-  PreviewCreated: 'PreviewCreated',
   PreviewAvailable: 'PreviewAvailable',
   AutoPromotion: 'AutoPromotion',
   SwitchedActive: 'SwitchedActive',

@@ -8,18 +8,18 @@ import { scaleDownDeadline } from './predicates.ts';
 import { EventReason as ER } from './reasons.ts';
 import { replicaSetManifest } from './replicaset.ts';
 
-export function createReplicaSet(p: Planner, desired: Desired, size: number, reason: string, why: string): void {
+/**
+ * One Event per new ReplicaSet, in the Deployment controller's words (scaled
+ * up from 0), naming the revision, its image and what it is for: a second
+ * Event saying "deployed" would tell the same story twice.
+ */
+export function createReplicaSet(p: Planner, desired: Desired, size: number, what: string): void {
   const manifest = replicaSetManifest(p.app, desired, desired.number, size);
   p.actions.push({ kind: 'createReplicaSet', manifest });
   emit(p, {
     type: 'Normal',
-    reason,
-    message: `revision ${desired.number} (${desired.image}) deployed at ${size} replicas`,
-  });
-  emit(p, {
-    type: 'Normal',
     reason: ER.ScalingReplicaSet,
-    message: `Scaled up replica set ${manifest.metadata.name} from 0 to ${size}: revision ${desired.number}, ${why}`,
+    message: `Scaled up replica set ${manifest.metadata.name} from 0 to ${size}: revision ${desired.number} (${desired.image}), ${what}`,
   });
 }
 

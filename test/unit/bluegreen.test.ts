@@ -46,6 +46,31 @@ describe('first release', () => {
     const { w } = released();
     expect(w.reconcile()).toEqual([]);
   });
+
+  it('records two Events: the ReplicaSet scaled up from 0 with its revision and image, then Healthy', () => {
+    const w = new World(makeApp());
+    w.converge();
+    expect(w.events.map((e) => `${e.reason}: ${e.message}`)).toEqual([
+      expect.stringMatching(
+        /^ScalingReplicaSet: Scaled up replica set web-\w+ from 0 to 3: revision 1 \(.+\), first release$/,
+      ),
+      'PhaseHealthy: revision 1 is active',
+    ]);
+  });
+
+  it('still records the first step into Progressing of a later revision, and its switch', () => {
+    const { w } = released();
+    w.events = [];
+    w.image('repo/app:2');
+    w.converge();
+    w.reconcile([intent('promote', { revision: 2 })]);
+    w.settle();
+    w.converge();
+    const reasons = w.events.map((e) => e.reason);
+    expect(reasons).toEqual(
+      expect.arrayContaining(['PhaseProgressing', 'PhasePaused', 'SwitchedActive', 'PhaseHealthy']),
+    );
+  });
 });
 
 describe('a new revision', () => {
