@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { DNS1123_LABEL, DNS1123_SUBDOMAIN } from './app/patterns.ts';
 import { DEFAULT_BUILD_IMAGES } from './build/images.ts';
 import { registryProblem } from './build/registry.ts';
+import { MAX_SHARDS } from './kube/shards.ts';
 
 const ConfigSchema = z.strictObject({
   kubeconfig: z.string().optional(),
@@ -20,6 +21,11 @@ const ConfigSchema = z.strictObject({
   leaseDurationMs: z.int().min(1000, 'must be at least 1s'),
   renewDeadlineMs: z.int().min(500, 'must be at least 0.5s'),
   retryPeriodMs: z.int().min(100, 'must be at least 0.1s'),
+  shards: z
+    .int()
+    .min(1)
+    .max(MAX_SHARDS)
+    .describe('Splits the Apps between replicas by a hash of namespace/name, one Lease per shard; 1: no sharding.'),
   requestTimeoutMs: z.int().min(100, 'must be at least 0.1s'),
   gracefulShutdownTimeoutMs: z.int().min(100, 'must be at least 0.1s'),
   concurrency: z.int().min(1).max(64),
@@ -56,6 +62,9 @@ export const USAGE = `teal: the Teal operator
   --leader-election-namespace NS    namespace of the Lease (default: $POD_NAMESPACE or default)
   --leader-election-id NAME         name of the Lease (default: teal-controller)
   --lease-duration 15s --renew-deadline 10s --retry-period 2s
+  --shards N                        split the Apps between the replicas by a hash of namespace/name, one Lease
+                                    per shard (<id>-shard-<i>); 1 to ${MAX_SHARDS} (default: 1, no sharding;
+                                    docs/sharding.md)
   --request-timeout SECONDS         each API request but a watch is aborted after this long; shorter than
                                     --renew-deadline (default: half of it)
   --graceful-shutdown-timeout 20s   after SIGTERM, exit even if reconciles have not finished by then
@@ -92,7 +101,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
   if (!result.success) {
     throw new Error(result.error.issues.map((i) => `--${flagOf(String(i.path[0]))}: ${i.message}`).join('\n'));
   }
-  const problem = pairingProblem(result.data) ?? timingProblem(result.data);
+  const problem = pairingProblem(result.data) ?? timingProblem(result.data) ?? shardingProblem(result.data);
   if (problem) throw new Error(problem);
   return result.data;
 }
@@ -112,6 +121,7 @@ function readFlags(argv: readonly string[], env: NodeJS.ProcessEnv) {
       'lease-duration': { type: 'string' },
       'renew-deadline': { type: 'string' },
       'retry-period': { type: 'string' },
+      shards: { type: 'string', default: '1' },
       'request-timeout': { type: 'string' },
       'graceful-shutdown-timeout': { type: 'string' },
       concurrency: { type: 'string', default: '4' },
@@ -149,6 +159,7 @@ function toConfigInput(values: Flags, env: NodeJS.ProcessEnv) {
     leaseDurationMs: seconds(values['lease-duration'], 15_000),
     renewDeadlineMs,
     retryPeriodMs: seconds(values['retry-period'], 2_000),
+    shards: Number(values.shards),
     requestTimeoutMs: seconds(values['request-timeout'], Math.round(renewDeadlineMs / 2)),
     gracefulShutdownTimeoutMs: seconds(values['graceful-shutdown-timeout'], 20_000),
     concurrency: Number(values.concurrency),
@@ -178,6 +189,18 @@ function pairingProblem(c: Config): string | undefined {
   }
   return undefined;
 }
+
+/** Shards are owned through Leases, and every Lease carries the election id as a label value. */
+function shardingProblem(c: Config): string | undefined {
+  if (c.shards === 1) return undefined;
+  if (!c.leaderElect) return '--shards: needs leader election (--leader-elect=false runs a single replica)';
+  if (!LABEL_VALUE.test(c.leaderElectionId)) {
+    return '--leader-election-id: with --shards, at most 63 letters, digits, "-", "_" or ".", starting and ending alphanumeric';
+  }
+  return undefined;
+}
+
+const LABEL_VALUE = /^(?=.{1,63}$)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 
 /**
  * How the lease and request timings must relate. A leader stops at the renew

@@ -6,6 +6,11 @@
 // are aborted (fenced) and nothing drains, so no write of this term can land in
 // the next one.
 //
+// Sharded (--shards N), the election is a set of shard Leases: the
+// leader-only runnables start at once, writes are allowed per App (its shard
+// held), a shard handed back is drained by the election itself, and losing a
+// shard any other way ends the process as losing the lease does.
+//
 // Pure: the elector, the fence and the exit are handed in, so the order is
 // unit-tested with fakes.
 
@@ -25,6 +30,11 @@ export interface Election {
   /** With release, hands the lease over at once rather than letting it expire. */
   stop(options: { release: boolean }): Promise<void>;
   isLeader(): boolean;
+  /**
+   * Sharded (src/kube/shard-election.ts): whether this replica may write for
+   * this App, i.e. leads its shard. Without it, the one lease covers every App.
+   */
+  mayWrite?(appKey: string): boolean;
 }
 
 /** The manager's side of an election, given to the elector it builds. */
@@ -89,9 +99,16 @@ export class Manager {
     return this.options.election ? (this.elector?.isLeader() ?? false) : true;
   }
 
-  /** Whether the controller may write: it leads, and no stop has begun. */
-  canWrite(): boolean {
-    return this.phase === 'running' && this.isLeader();
+  /**
+   * Whether the controller may write for this App: it leads (sharded: the
+   * App's shard), and no stop has begun. Without an App: whether it leads at all.
+   */
+  canWrite(appKey?: string): boolean {
+    if (this.phase !== 'running') return false;
+    if (!this.options.election) return true;
+    const elector = this.elector;
+    if (appKey !== undefined && elector?.mayWrite) return elector.mayWrite(appKey);
+    return elector?.isLeader() ?? false;
   }
 
   /**

@@ -38,6 +38,15 @@ export interface LeaderElectorOptions {
   /** For a leader_election_master_status gauge. */
   onLeadershipChange?: (isLeader: boolean) => void;
   logger?: LeaderElectionLogger;
+  /** Labels the Lease gets if this elector creates it (a sharded election lists its Leases by label). */
+  labels?: Record<string, string>;
+  /**
+   * The Lease as someone already observed it, and when (performance.now()): if
+   * it has not changed since, its expiry counts from then rather than from this
+   * elector's first read, so a shard whose holder died is taken within one
+   * lease duration of its last renewal being seen, not two.
+   */
+  seen?: { lease: k8s.V1Lease; at: number };
 }
 
 export interface StopOptions {
@@ -105,6 +114,7 @@ export class LeaderElector {
     this.retryPeriodMs = options.retryPeriodMs ?? 2_000;
     this.log = options.logger ?? silent;
     this.api = options.kubeConfig.makeApiClient(k8s.CoordinationV1Api);
+    if (options.seen) this.observeAt(options.seen.lease, options.seen.at);
     // The same checks as client-go's NewLeaderElector.
     if (this.identity === '') throw new RangeError('leader election identity must not be empty');
     if (!(this.retryPeriodMs > 0)) throw new RangeError('retryPeriodMs must be positive');
@@ -309,7 +319,8 @@ export class LeaderElector {
 
   private create(spec: k8s.V1LeaseSpec, signal: AbortSignal): Promise<boolean> {
     const { namespace } = this.options;
-    const body = { metadata: this.ref(), spec };
+    const labels = this.options.labels;
+    const body = { metadata: { ...this.ref(), ...(labels ? { labels } : {}) }, spec };
     return this.write(
       () => this.request((o) => this.api.createNamespacedLease({ namespace, body }, o), signal),
       signal,
@@ -381,10 +392,14 @@ export class LeaderElector {
 
   /** Keeps the lease for its resourceVersion; restarts the expiry clock when the record changed or we wrote it. */
   private observe(lease: k8s.V1Lease, wrote: boolean): void {
+    if (wrote || JSON.stringify(toRecord(lease)) !== this.observed?.raw) this.observeAt(lease, now());
+    else this.lease = lease;
+  }
+
+  private observeAt(lease: k8s.V1Lease, at: number): void {
     this.lease = lease;
     const record = toRecord(lease);
-    const raw = JSON.stringify(record);
-    if (wrote || raw !== this.observed?.raw) this.observed = { record, raw, at: now() };
+    this.observed = { record, raw: JSON.stringify(record), at };
   }
 
   private isLeaseValid(): boolean {

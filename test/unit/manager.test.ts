@@ -274,3 +274,71 @@ describe('losing the lease', () => {
     expect(trace.filter((t) => t.startsWith('exit'))).toEqual(['exit 1']);
   });
 });
+
+/** A sharded election (src/kube/shard-election.ts): it leads from the start and says per App whether it may write. */
+class FakeShards extends FakeElection {
+  readonly held = new Set<string>();
+  override async start(): Promise<void> {
+    await super.start();
+    this.win();
+  }
+  override isLeader(): boolean {
+    return this.leading && this.held.size > 0;
+  }
+  mayWrite(appKey: string): boolean {
+    return this.leading && this.held.has(appKey);
+  }
+}
+
+function shardedSetup() {
+  const trace: Trace = [];
+  const shards = new FakeShards(trace);
+  const exited = Promise.withResolvers<number>();
+  const manager = new Manager({
+    logger: silent,
+    gracefulShutdownTimeoutMs: 60_000,
+    fence: (reason) => trace.push(`fence: ${reason.message}`),
+    exit: (code) => {
+      trace.push(`exit ${code}`);
+      exited.resolve(code);
+    },
+    election: (callbacks) => {
+      shards.callbacks = callbacks;
+      return shards;
+    },
+  });
+  manager.add(runnable(trace, 'caches'));
+  manager.add(runnable(trace, 'controller'), { leaderOnly: true });
+  return { trace, shards, manager, exited: exited.promise };
+}
+
+describe('sharded', () => {
+  it('runs the controller at once and allows writes only for the Apps of the shards held', async () => {
+    const { trace, shards, manager } = shardedSetup();
+    await manager.start();
+    await settle();
+    expect(trace).toEqual(['start:caches', 'election', 'start:controller']);
+    expect(manager.isLeader()).toBe(false);
+    expect(manager.canWrite('team/web')).toBe(false);
+
+    shards.held.add('team/web');
+    expect(manager.isLeader()).toBe(true);
+    expect(manager.canWrite('team/web')).toBe(true);
+    expect(manager.canWrite('team/api')).toBe(false);
+
+    void manager.stop();
+    expect(manager.canWrite('team/web')).toBe(false);
+  });
+
+  it('exits 1, fenced, when a shard is lost other than by handing it back', async () => {
+    const { trace, shards, manager, exited } = shardedSetup();
+    await manager.start();
+    await settle();
+    shards.held.add('team/web');
+    trace.length = 0;
+
+    shards.lose();
+    expect(await exited).toBe(1);
+    expect(trace).toEqual(['fence: lost the lease', 'exit 1']);
+  });
+});

@@ -120,3 +120,22 @@ describe('the flags are read before the heavy modules load', () => {
     expect(heavy.map(([name, by]) => `${name} (imported by ${by})`)).toEqual([]);
   });
 });
+
+describe('--shards', () => {
+  it('is 1 unless asked: no sharding', () => {
+    expect(readCommandLine([], {})).toMatchObject({ run: { shards: 1 } });
+    expect(readCommandLine(['--shards', '6'], {})).toMatchObject({ run: { shards: 6 } });
+  });
+
+  it.each([
+    [['--shards', '0'], '--shards:'],
+    [['--shards', '257'], '--shards:'],
+    [['--shards', 'two'], '--shards:'],
+    [['--shards', '4', '--leader-elect=false'], '--shards: needs leader election'],
+    [['--shards', '4', '--leader-election-id', `t${'e'.repeat(63)}`], '--leader-election-id: with --shards'],
+  ])('%j is refused: %s', (args, message) => {
+    const { code, stderr } = start(args);
+    expect(code).toBe(2);
+    expect(stderr.split('\n')[0]).toContain(message);
+  });
+});

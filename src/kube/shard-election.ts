@@ -1,0 +1,344 @@
+// Sharded leader election (--shards N > 1): one Lease per shard, each won and
+// renewed by its own LeaderElector, so a replica leads some shards and writes
+// only for the Apps in them. Each replica also renews a member Lease; on
+// every tick (the retry period) it lists the election's Leases by label, counts
+// the live members, and moves toward its fair share (shards.ts): it tries for
+// free shards below it and hands one back above it, draining that shard's
+// work before releasing its Lease, so no write of this replica lands once
+// another replica holds the shard. A shard lost any other way ends the process
+// (the manager fences and exits), as a lost lease does without sharding.
+import { setTimeout as sleep } from 'node:timers/promises';
+import * as k8s from '@kubernetes/client-node';
+import { errorMessage, isConflict, isNotFound } from './errors.ts';
+import { type LeaderElectionLogger, LeaderElector } from './leader-election.ts';
+import {
+  balance,
+  LABEL_ELECTION,
+  LABEL_LEASE_ROLE,
+  memberLeaseName,
+  type ShardView,
+  shardLeaseName,
+  shardOf,
+} from './shards.ts';
+
+export interface ShardElectionOptions {
+  kubeConfig: k8s.KubeConfig;
+  namespace: string;
+  /** --leader-election-id: the prefix of every Lease name, and their label's value. */
+  electionId: string;
+  identity: string;
+  shards: number;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  logger: LeaderElectionLogger;
+  /** The manager's side: started at once (the controller runs, reconciling only held shards). */
+  onStartedLeading: () => void;
+  /** Called when a shard is lost other than by handing it back: the manager fences and exits. */
+  onStoppedLeading: () => void;
+  /** A shard was won: its Apps are to be reconciled. */
+  onAcquired: (shard: number) => void;
+  /** Resolves once nothing of this replica writes for the shard any more (mayWrite is already false for it). */
+  drain: (shard: number) => Promise<void>;
+  /** For leader_election_master_status, per shard Lease. */
+  onShardLeadership?: (lease: string, leading: boolean) => void;
+  /** For teal_shards_owned. */
+  onOwnedChange?: (owned: number) => void;
+}
+
+/**
+ * A shard this replica tries for or holds. candidate: its elector polls;
+ * leading: it writes; handingBack: draining (no new writes), the Lease still
+ * renewed; releasing: drained, the Lease being handed over.
+ */
+interface Slot {
+  shard: number;
+  state: 'candidate' | 'leading' | 'handingBack' | 'releasing';
+  elector: LeaderElector;
+}
+
+/** A Lease as last listed, and since when (monotonic) its record has been the same. */
+interface Seen {
+  lease: k8s.V1Lease;
+  raw: string;
+  at: number;
+}
+
+const now = (): number => performance.now();
+
+export class ShardElection {
+  private readonly o: ShardElectionOptions;
+  private readonly api: k8s.CoordinationV1Api;
+  private readonly slots = new Map<number, Slot>();
+  private readonly seen = new Map<string, Seen>();
+  private readonly abort = new AbortController();
+  private readonly memberName: string;
+  private loop?: Promise<void>;
+  private stopping?: Promise<void>;
+  private ticks = 0;
+
+  constructor(options: ShardElectionOptions) {
+    this.o = options;
+    this.api = options.kubeConfig.makeApiClient(k8s.CoordinationV1Api);
+    this.memberName = memberLeaseName(options.electionId, options.identity);
+  }
+
+  /** True while this replica leads at least one shard: /readyz says so. */
+  isLeader(): boolean {
+    return [...this.slots.values()].some((s) => s.state === 'leading' && s.elector.isLeader());
+  }
+
+  /** Whether this replica may write for the App: it leads its shard, within the renew deadline, and is not handing it back. */
+  mayWrite(appKey: string): boolean {
+    const slot = this.slots.get(shardOf(appKey, this.o.shards));
+    return slot?.state === 'leading' && slot.elector.isLeader();
+  }
+
+  /** The shards this replica leads. */
+  owned(): number[] {
+    return [...this.slots.values()].filter((s) => s.state === 'leading').map((s) => s.shard);
+  }
+
+  async start(): Promise<void> {
+    if (this.loop || this.stopping) throw new Error('shard election already started or stopped');
+    this.o.logger.info(
+      { shards: this.o.shards, member: `${this.o.namespace}/${this.memberName}`, identity: this.o.identity },
+      'joining the sharded election',
+    );
+    this.o.onOwnedChange?.(0);
+    this.o.onStartedLeading();
+    const signal = this.abort.signal;
+    this.loop = this.run(signal).catch((err: unknown) => {
+      if (!signal.aborted) this.o.logger.error({ err: errorMessage(err) }, 'shard election loop failed');
+    });
+  }
+
+  /** Stops trying; each held shard's Lease is released (or left to expire), and so is the member Lease. */
+  stop({ release }: { release: boolean }): Promise<void> {
+    this.stopping ??= this.shutdown(release);
+    return this.stopping;
+  }
+
+  private async shutdown(release: boolean): Promise<void> {
+    this.abort.abort(new Error('shard election stopped'));
+    await this.loop;
+    const slots = [...this.slots.values()];
+    await Promise.all(slots.map((s) => s.elector.stop({ release })));
+    this.slots.clear();
+    this.o.onOwnedChange?.(0);
+    if (release) await this.leave();
+  }
+
+  private async run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      try {
+        await this.tick(signal);
+      } catch (err) {
+        if (!signal.aborted) this.o.logger.warn({ err: errorMessage(err) }, 'shard election tick failed');
+      }
+      await sleep(this.o.retryPeriodMs, undefined, { signal }).catch(() => {});
+    }
+  }
+
+  /** Observe the Leases, say this replica is alive, clear out dead members, then move toward the fair share. */
+  private async tick(signal: AbortSignal): Promise<void> {
+    const leases = await this.list();
+    if (signal.aborted) return;
+    const at = now();
+    this.observe(leases, at);
+    await this.renewMembership(signal);
+    await this.collectDeadMembers(at, signal);
+    // The first tick only announces this replica: peers started with it get a tick to show up.
+    if (this.ticks++ === 0 || signal.aborted) return;
+    this.act(balance(this.view(at)));
+  }
+
+  private act(moves: ReturnType<typeof balance>): void {
+    for (const shard of moves.abandon) void this.abandon(shard);
+    for (const shard of moves.acquire) this.tryFor(shard);
+    for (const shard of moves.handBack) void this.handBack(shard);
+  }
+
+  private view(at: number): ShardView {
+    const slots = [...this.slots.values()];
+    const free: number[] = [];
+    for (let shard = 0; shard < this.o.shards; shard++) {
+      const seen = this.seen.get(shardLeaseName(this.o.electionId, shard));
+      const holder = seen?.lease.spec?.holderIdentity ?? '';
+      if (!seen || holder === '' || (holder !== this.o.identity && !this.valid(seen, at))) free.push(shard);
+    }
+    return {
+      shards: this.o.shards,
+      members: this.liveMembers(at),
+      identity: this.o.identity,
+      held: slots.filter((s) => s.state === 'leading').map((s) => s.shard),
+      candidates: slots.filter((s) => s.state === 'candidate').map((s) => s.shard),
+      free,
+    };
+  }
+
+  /** Member Leases renewed within their duration, this replica's counted whether or not its write landed yet. */
+  private liveMembers(at: number): number {
+    let live = 1;
+    for (const [name, seen] of this.seen) {
+      const member = seen.lease.metadata?.labels?.[LABEL_LEASE_ROLE] === 'member';
+      if (member && name !== this.memberName && seen.lease.spec?.holderIdentity && this.valid(seen, at)) live++;
+    }
+    return live;
+  }
+
+  /** Expiry is judged by when this process saw the record change, never by the Lease's timestamps (clock skew). */
+  private valid(seen: Seen, at: number): boolean {
+    return seen.at + (seen.lease.spec?.leaseDurationSeconds ?? 0) * 1000 > at;
+  }
+
+  private observe(leases: readonly k8s.V1Lease[], at: number): void {
+    const names = new Set<string>();
+    for (const lease of leases) {
+      const name = lease.metadata?.name ?? '';
+      names.add(name);
+      const raw = JSON.stringify(lease.spec ?? {});
+      const before = this.seen.get(name);
+      this.seen.set(name, { lease, raw, at: before?.raw === raw ? before.at : at });
+    }
+    for (const name of this.seen.keys()) if (!names.has(name)) this.seen.delete(name);
+  }
+
+  // ---- the shards ----
+
+  private tryFor(shard: number): void {
+    const name = shardLeaseName(this.o.electionId, shard);
+    const seen = this.seen.get(name);
+    const slot = { shard, state: 'candidate' } as Slot;
+    slot.elector = new LeaderElector({
+      kubeConfig: this.o.kubeConfig,
+      namespace: this.o.namespace,
+      name,
+      identity: this.o.identity,
+      leaseDurationMs: this.o.leaseDurationMs,
+      renewDeadlineMs: this.o.renewDeadlineMs,
+      retryPeriodMs: this.o.retryPeriodMs,
+      logger: this.o.logger,
+      labels: { [LABEL_ELECTION]: this.o.electionId, [LABEL_LEASE_ROLE]: 'shard' },
+      ...(seen ? { seen: { lease: seen.lease, at: seen.at } } : {}),
+      onStartedLeading: () => this.acquired(slot),
+      onStoppedLeading: () => this.lost(slot),
+      onLeadershipChange: (leading) => this.o.onShardLeadership?.(name, leading),
+    });
+    this.slots.set(shard, slot);
+    void slot.elector.start();
+  }
+
+  private acquired(slot: Slot): void {
+    if (this.stopping || this.slots.get(slot.shard) !== slot || slot.state !== 'candidate') return;
+    slot.state = 'leading';
+    this.o.logger.info({ shard: slot.shard, owned: this.owned() }, 'acquired a shard: reconciling its Apps');
+    this.o.onOwnedChange?.(this.owned().length);
+    this.o.onAcquired(slot.shard);
+  }
+
+  /**
+   * A shard's leadership ended. Handed back (releasing), abandoned as a
+   * candidate, or stopping: as asked. Otherwise (stolen, or not renewed in
+   * time) writes for it may still be in flight: the manager fences and exits.
+   */
+  private lost(slot: Slot): void {
+    if (this.stopping || slot.state === 'releasing' || slot.state === 'candidate') return;
+    this.o.logger.error({ shard: slot.shard }, 'lost a shard');
+    this.o.onStoppedLeading();
+  }
+
+  private async abandon(shard: number): Promise<void> {
+    const slot = this.slots.get(shard);
+    if (slot?.state !== 'candidate') return;
+    this.slots.delete(shard);
+    // Released if an acquire cut short by this stop still made this replica the holder.
+    await slot.elector.stop({ release: true });
+  }
+
+  /** No new writes for the shard, its work drained, then the Lease handed over. */
+  private async handBack(shard: number): Promise<void> {
+    const slot = this.slots.get(shard);
+    if (slot?.state !== 'leading') return;
+    slot.state = 'handingBack';
+    this.o.onOwnedChange?.(this.owned().length);
+    this.o.logger.info({ shard }, 'handing back a shard above the fair share: draining it');
+    try {
+      await this.o.drain(shard);
+    } catch (err) {
+      this.o.logger.warn({ shard, err: errorMessage(err) }, 'draining a shard failed');
+    }
+    // stop() releases it with the others.
+    if (this.stopping || slot.state !== 'handingBack') return;
+    slot.state = 'releasing';
+    await slot.elector.stop({ release: true });
+    if (this.slots.get(shard) === slot) this.slots.delete(shard);
+    this.o.logger.info({ shard }, 'handed back a shard');
+  }
+
+  // ---- the members ----
+
+  private async list(): Promise<k8s.V1Lease[]> {
+    const { namespace, electionId } = this.o;
+    const list = await this.api.listNamespacedLease({ namespace, labelSelector: `${LABEL_ELECTION}=${electionId}` });
+    return list.items;
+  }
+
+  /** Creates or renews this replica's member Lease; a conflict waits for the next tick. */
+  private async renewMembership(signal: AbortSignal): Promise<void> {
+    const { namespace, electionId, identity, leaseDurationMs } = this.o;
+    const time = new k8s.V1MicroTime();
+    const spec: k8s.V1LeaseSpec = {
+      holderIdentity: identity,
+      leaseDurationSeconds: leaseDurationMs / 1000,
+      renewTime: time,
+    };
+    const current = this.seen.get(this.memberName)?.lease;
+    try {
+      if (current) {
+        const body = { ...current, spec: { ...current.spec, ...spec } };
+        await this.api.replaceNamespacedLease({ name: this.memberName, namespace, body });
+      } else {
+        const labels = { [LABEL_ELECTION]: electionId, [LABEL_LEASE_ROLE]: 'member' };
+        const body = { metadata: { name: this.memberName, namespace, labels }, spec: { ...spec, acquireTime: time } };
+        await this.api.createNamespacedLease({ namespace, body });
+      }
+    } catch (err) {
+      if (!signal.aborted && !isConflict(err)) {
+        this.o.logger.warn({ err: errorMessage(err) }, 'could not renew the member Lease');
+      }
+    }
+  }
+
+  /** Member Leases of replicas gone for two lease durations: deleted, so restarts do not pile them up. */
+  private async collectDeadMembers(at: number, signal: AbortSignal): Promise<void> {
+    const grace = this.o.leaseDurationMs;
+    for (const [name, seen] of this.seen) {
+      const member = seen.lease.metadata?.labels?.[LABEL_LEASE_ROLE] === 'member';
+      if (!member || name === this.memberName || this.valid(seen, at - grace) || signal.aborted) continue;
+      const resourceVersion = seen.lease.metadata?.resourceVersion;
+      try {
+        await this.api.deleteNamespacedLease({
+          name,
+          namespace: this.o.namespace,
+          body: { preconditions: resourceVersion ? { resourceVersion } : {} },
+        });
+        this.o.logger.info({ member: name }, 'deleted the member Lease of a replica gone');
+      } catch (err) {
+        if (!isNotFound(err) && !isConflict(err)) {
+          this.o.logger.warn({ member: name, err: errorMessage(err) }, 'could not delete a dead member Lease');
+        }
+      }
+      this.seen.delete(name);
+    }
+  }
+
+  /** On a graceful stop: the others need not wait for this replica's member Lease to expire. */
+  private async leave(): Promise<void> {
+    try {
+      await this.api.deleteNamespacedLease({ name: this.memberName, namespace: this.o.namespace });
+    } catch (err) {
+      if (!isNotFound(err)) this.o.logger.warn({ err: errorMessage(err) }, 'could not delete the member Lease');
+    }
+  }
+}
