@@ -34,6 +34,9 @@ const { Writer } = await import('./kube/apply.ts');
 const { loadKubeConfig } = await import('./kube/client.ts');
 const { EventRecorder } = await import('./kube/events.ts');
 const { defaultIdentity, LeaderElector } = await import('./kube/leader-election.ts');
+const { ShardElection } = await import('./kube/shard-election.ts');
+const { shardOf } = await import('./kube/shards.ts');
+const { Gauge } = await import('prom-client');
 // Instance types of the classes loaded above, for the steps below.
 type AppController = InstanceType<typeof AppController>;
 type Metrics = InstanceType<typeof Metrics>;
@@ -66,10 +69,16 @@ async function main(config: Config): Promise<void> {
     gracefulShutdownTimeoutMs: config.gracefulShutdownTimeoutMs,
     fence: (reason) => fence.abort(reason),
     exit: (code) => process.exit(code),
-    ...(config.leaderElect ? { election: (callbacks: LeadershipCallbacks) => elector(p, callbacks) } : {}),
+    ...(config.leaderElect
+      ? {
+          election: (callbacks: LeadershipCallbacks) =>
+            config.shards > 1 ? shardElection(p, callbacks, apps) : elector(p, callbacks),
+        }
+      : {}),
   });
 
-  const { apps, sources } = makeController(p, () => manager.canWrite());
+  const canWrite = (appKey: string) => manager.canWrite(appKey);
+  const { apps, sources } = makeController(p, canWrite, config.shards > 1 ? canWrite : undefined);
   // Caches first: what every replica serves (the API's reads, readiness) comes from them. Until they
   // have synced nothing listens, which the liveness probe's three 20 s periods leave room for.
   manager.add(cachesRunnable(p, apps));
@@ -86,8 +95,11 @@ async function main(config: Config): Promise<void> {
   await manager.start();
 }
 
-/** The git poller and the App controller. Only the leader reconciles, so only it follows sources. */
-function makeController(p: Wiring, canWrite: () => boolean) {
+/**
+ * The git poller and the App controller. Only the leader reconciles, so only it follows sources;
+ * sharded, each replica reconciles and follows the Apps it owns.
+ */
+function makeController(p: Wiring, canWrite: (appKey: string) => boolean, owns?: (appKey: string) => boolean) {
   const { config, log, kubeConfig, metrics } = p;
   let apps: AppController | undefined;
   const sources = new Sources({
@@ -107,6 +119,7 @@ function makeController(p: Wiring, canWrite: () => boolean) {
     recorder: new EventRecorder(kubeConfig, p.identity, log),
     logger: log,
     canWrite,
+    ...(owns ? { owns } : {}),
     sources,
     buildImages: { buildkit: config.buildkitImage, kaniko: config.kanikoImage },
     buildDefaults: {
@@ -191,5 +204,36 @@ function elector(p: Wiring, callbacks: LeadershipCallbacks) {
     logger: log.child({ component: 'leader-election' }),
     onLeadershipChange: leading,
     ...callbacks,
+  });
+}
+
+/**
+ * --shards N: one Lease per shard. The controller runs at once and reconciles
+ * the Apps of the shards held; a shard won queues its Apps, a shard handed
+ * back is drained first; a shard lost any other way ends the process.
+ */
+function shardElection(p: Wiring, callbacks: LeadershipCallbacks, apps: AppController) {
+  const { config, log, identity, metrics } = p;
+  const owned = new Gauge({
+    name: 'teal_shards_owned',
+    help: 'Shards whose Lease this replica holds (--shards); it reconciles their Apps.',
+    registers: [metrics.registry],
+  });
+  const inShard = (shard: number) => (appKey: string) => shardOf(appKey, config.shards) === shard;
+  return new ShardElection({
+    kubeConfig: p.kubeConfig,
+    namespace: config.leaderElectionNamespace,
+    electionId: config.leaderElectionId,
+    identity,
+    shards: config.shards,
+    leaseDurationMs: config.leaseDurationMs,
+    renewDeadlineMs: config.renewDeadlineMs,
+    retryPeriodMs: config.retryPeriodMs,
+    logger: log.child({ component: 'leader-election' }),
+    ...callbacks,
+    onAcquired: (shard) => apps.enqueueWhere(inShard(shard)),
+    drain: (shard) => apps.drain(inShard(shard)),
+    onShardLeadership: (lease, leading) => metrics.leader.set({ name: lease }, leading ? 1 : 0),
+    onOwnedChange: (n) => owned.set(n),
   });
 }

@@ -37,8 +37,8 @@ export interface AnalysisRunnerOptions {
   existingJob: (namespace: string, name: string) => AnalysisJobRef | undefined;
   /** Reconciles the App again: a result is in. */
   enqueue: (appKey: string) => void;
-  /** Only the Lease holder creates Jobs. */
-  canWrite: () => boolean;
+  /** Only the holder of the App's Lease (its shard's, if sharded) creates Jobs. */
+  canWrite: (appKey: string) => boolean;
   logger: Logger;
   fetch?: typeof fetch;
 }
@@ -49,6 +49,8 @@ export class AnalysisRunner {
   private readonly results = new Map<string, Map<string, MeasurementResult>>();
   /** Measurements under way, by `<app key> <measurement key>`. */
   private readonly running = new Map<string, AbortController>();
+  /** Job creations sent and not yet answered, with their App key: a shard handed back waits for them. */
+  private readonly creating = new Set<{ appKey: string; done: Promise<unknown> }>();
   private stopped = false;
 
   constructor(options: AnalysisRunnerOptions) {
@@ -83,6 +85,12 @@ export class AnalysisRunner {
   forget(appKey: string): void {
     this.release(appKey, new Set());
     this.results.delete(appKey);
+  }
+
+  /** Resolves once no Job creation for these Apps is in flight (sharded: before their shard is handed back). */
+  async settled(belongs: (appKey: string) => boolean): Promise<void> {
+    const pending = [...this.creating].filter((c) => belongs(c.appKey)).map((c) => c.done);
+    await Promise.allSettled(pending);
   }
 
   stop(): void {
@@ -147,10 +155,16 @@ export class AnalysisRunner {
       if (existing.app === app.name && existing.key === request.key) return undefined;
       return { phase: 'Error', message: `a Job named ${name} exists and is not this measurement's` };
     }
-    if (!this.o.canWrite()) return undefined;
+    if (!this.o.canWrite(app.key)) return undefined;
     try {
       this.o.logger.info({ app: app.key, job: name, check: check.name }, 'creating analysis Job');
-      await this.o.client.apply(manifest);
+      const creation = { appKey: app.key, done: this.o.client.apply(manifest) };
+      this.creating.add(creation);
+      try {
+        await creation.done;
+      } finally {
+        this.creating.delete(creation);
+      }
       return undefined;
     } catch (err) {
       return { phase: 'Error', message: `creating analysis Job ${app.namespace}/${name}: ${errorMessage(err)}` };

@@ -1,5 +1,7 @@
 // The App controller: watch events feed one queue, workers reconcile. Caches
 // run on every replica (they serve reads); workers run only on the leader.
+// Sharded, workers run on every replica and reconcile only the Apps whose
+// shard it holds (owns); a shard handed back is drained first.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { ANN_REFRESH, readRefreshRequest } from '../app/intents.ts';
@@ -23,7 +25,13 @@ export interface AppControllerOptions {
   concurrency: number;
   recorder: EventRecorder;
   logger: Logger;
-  canWrite: () => boolean;
+  /** Whether this replica may write for the App now: checked before every write. */
+  canWrite: (appKey: string) => boolean;
+  /**
+   * Sharded: whether the App's shard is this replica's. Apps of other shards
+   * are neither queued nor reconciled, and their sources not followed.
+   */
+  owns?: (appKey: string) => boolean;
   sources: SourceView;
   buildImages: BuildImages;
   /** --default-registry and --default-push-secret. */
@@ -60,12 +68,18 @@ export class AppController {
   private readonly runner: AnalysisRunner;
   private queue: WorkQueue | undefined;
   private workers: Promise<void> | undefined;
+  /** The reconciles under way, by App key (the queue runs one per key at a time): drain() waits for them. */
+  private readonly running = new Map<string, Promise<unknown>>();
+  private readonly owns: (appKey: string) => boolean;
 
   constructor(options: AppControllerOptions) {
     this.options = options;
+    this.owns = options.owns ?? (() => true);
     this.caches = makeCaches(options.kubeConfig, options.namespaces, options.logger);
     const client = new ClusterClient(options.kubeConfig);
-    const enqueue = (key: string) => this.queue?.add(key);
+    const enqueue = (key: string) => {
+      if (this.owns(key)) this.queue?.add(key);
+    };
     this.runner = new AnalysisRunner({
       client,
       existingJob: (namespace, name) => this.caches.analysisJobs.get(namespace, name)?.value,
@@ -95,7 +109,7 @@ export class AppController {
         const requested = a.metadata.annotations?.[ANN_REFRESH];
         // A request that is not a time is ignored; the reconcile reports it.
         const valid = readRefreshRequest(a.metadata.annotations).at !== undefined;
-        if (this.queue && valid && requested !== old.metadata.annotations?.[ANN_REFRESH]) {
+        if (this.queue && valid && requested !== old.metadata.annotations?.[ANN_REFRESH] && this.owns(key)) {
           options.sources.refresh(key);
         }
       },
@@ -143,29 +157,74 @@ export class AppController {
 
   /** Queues Apps again, e.g. after the poller resolved a new commit. */
   enqueue(keys: readonly string[]): void {
-    for (const key of keys) this.queue?.add(key);
+    for (const key of keys) if (this.owns(key)) this.queue?.add(key);
   }
 
-  /** Starts reconciling: on becoming leader. Every App is queued once. */
+  /** Queues every cached App that belongs (sharded: to a shard just acquired). */
+  enqueueWhere(belongs: (appKey: string) => boolean): void {
+    for (const app of this.caches.apps.list()) {
+      const key = `${app.metadata.namespace}/${app.metadata.name}`;
+      if (belongs(key)) this.enqueue([key]);
+    }
+  }
+
+  /**
+   * Sharded, before a shard is handed back (owns() is already false for its
+   * Apps, so none starts): waits for their reconciles and Job creations under
+   * way, then stops following their sources and measurements.
+   */
+  async drain(belongs: (appKey: string) => boolean): Promise<void> {
+    for (;;) {
+      const pending = [...this.running].filter(([key]) => belongs(key)).map(([, done]) => done);
+      if (pending.length === 0) break;
+      await Promise.allSettled(pending);
+    }
+    await this.runner.settled(belongs);
+    for (const app of this.caches.apps.list()) {
+      const key = `${app.metadata.namespace}/${app.metadata.name}`;
+      if (belongs(key)) this.letGo(key);
+    }
+  }
+
+  /** What this replica keeps for an App it does not reconcile: nothing. */
+  private letGo(key: string): void {
+    this.options.sources.forget(key);
+    this.runner.forget(key);
+  }
+
+  /** Starts reconciling: on becoming leader. Every App (sharded: of a shard held) is queued once. */
   startWorkers(): void {
     if (this.queue) return;
     const { metrics, concurrency, logger: log } = this.options;
     const queue = new WorkQueue(metrics ? { metrics: metrics.workqueue() } : {});
     this.queue = queue;
-    for (const app of this.caches.apps.list()) queue.add(`${app.metadata.namespace}/${app.metadata.name}`);
+    this.enqueueWhere(() => true);
     const controller = new Controller({
       queue,
       concurrency,
-      reconcile: async (key) => {
-        const started = performance.now();
-        const result = await this.reconciler.reconcile(key);
-        log.debug({ app: key, ms: Math.round(performance.now() - started) }, 'reconciled');
-        return result;
-      },
+      reconcile: (key) =>
+        this.tracked(key, async () => {
+          // Queued before its shard was handed back (or never ours): not this replica's to reconcile.
+          if (!this.owns(key)) return this.letGo(key);
+          const started = performance.now();
+          const result = await this.reconciler.reconcile(key);
+          log.debug({ app: key, ms: Math.round(performance.now() - started) }, 'reconciled');
+          return result;
+        }),
       ...(metrics ? { metrics } : {}),
       onError: (key, err, decision) => logFailure(log, key, err, decision),
     });
     this.workers = controller.start();
+  }
+
+  private async tracked<T>(key: string, reconcile: () => Promise<T>): Promise<T> {
+    const done = reconcile();
+    this.running.set(key, done);
+    try {
+      return await done;
+    } finally {
+      if (this.running.get(key) === done) this.running.delete(key);
+    }
   }
 
   /** Gauges read at scrape time: Apps by phase, and the queue's in-progress work. */

@@ -114,22 +114,22 @@ function replicaSetPatch(action: Extract<ClusterAction, { kind: 'patchReplicaSet
 
 export class Executor {
   private readonly client: ClusterClient;
-  private readonly canWrite: () => boolean;
+  private readonly canWrite: (appKey: string) => boolean;
 
-  constructor(client: ClusterClient, canWrite: () => boolean) {
+  constructor(client: ClusterClient, canWrite: (appKey: string) => boolean) {
     this.client = client;
     this.canWrite = canWrite;
   }
 
-  /** Throws NotLeaderError unless this replica may write now. */
-  guard(): void {
-    if (!this.canWrite()) throw new NotLeaderError();
+  /** Throws NotLeaderError unless this replica may write for this App now (sharded: it holds the App's shard). */
+  guard(appKey: string): void {
+    if (!this.canWrite(appKey)) throw new NotLeaderError();
   }
 
   /** Carries the actions out in order; the first failure stops the rest. */
   async run(target: Target, actions: readonly ClusterAction[], log: Logger): Promise<void> {
     for (const action of actions) {
-      this.guard();
+      this.guard(`${target.namespace}/${target.name}`);
       logWrite(log, action);
       try {
         await this.write(target, action);

@@ -74,8 +74,8 @@ export interface ReconcilerOptions {
   analysis: Pick<AnalysisRunner, 'resultsFor' | 'dispatch' | 'forget'>;
   recorder: EventRecorder;
   logger: Logger;
-  /** Checked before every write: only the Lease holder writes. */
-  canWrite: () => boolean;
+  /** Checked before every write for the App: only the holder of its Lease (its shard's, if sharded) writes. */
+  canWrite: (appKey: string) => boolean;
   now?: () => Date;
 }
 
@@ -325,7 +325,7 @@ export class Reconciler {
     const before = r.cached.status as AppStatus | undefined;
     if (isDeepStrictEqual(before ?? {}, status)) return;
     const { namespace, name, resourceVersion } = r.target;
-    this.executor.guard();
+    this.executor.guard(r.key);
     await this.o.client.writeStatus(namespace, name, resourceVersion, status);
     r.log.debug({ phase: status.phase }, 'status written');
     if (this.o.metrics) countTransitions(this.o.metrics, before, status);
@@ -357,7 +357,7 @@ export class Reconciler {
     const current = new Map(problems.map((p) => [`${p.reason}: ${p.message}`, p]));
     const before = this.reported.get(key);
     const fresh = [...current].filter(([id]) => !before?.has(id));
-    if (fresh.length > 0) this.executor.guard();
+    if (fresh.length > 0) this.executor.guard(key);
     if (current.size > 0) this.reported.set(key, new Set(current.keys()));
     else this.reported.delete(key);
     for (const [, { reason, message }] of fresh) {
