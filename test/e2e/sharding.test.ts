@@ -1,0 +1,191 @@
+// Sharding (--shards N) on the real control plane: three replicas split the
+// Apps of two namespaces by shard, each shard owned through its own Lease;
+// kill -9 one and its shards move to the others, whose Apps keep converging.
+// Who wrote what is told by each replica's own recording proxy to the API
+// server (the audit log is off, and every replica writes as field manager
+// "teal", so managedFields name the manager but not the replica).
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoordinationV1Api } from '@kubernetes/client-node';
+import { afterAll, describe, expect, it } from 'vitest';
+import { GROUP, VERSION } from '../../src/app/schema.ts';
+import { LABEL_ELECTION, shardLeaseName, shardOf } from '../../src/kube/shards.ts';
+import { e2eApp } from '../fixtures/apps.ts';
+import { type ApiRecorder, startApiRecorder } from '../support/api-recorder.ts';
+import { createApp, getApp, intent, patchSpec, phase, waitForApp } from '../support/apps.ts';
+import { clients, createNamespace, waitFor } from '../support/kube.ts';
+import { type Operator, startOperator } from '../support/operator.ts';
+
+const SHARDS = 6;
+const ELECTION = 'teal-controller';
+// Short leases (as the other e2e files), so a dead replica's shards move within seconds.
+const LEASE = { duration: '15', renew: '10', retry: '2' };
+
+const coordination = clients().kc.makeApiClient(CoordinationV1Api);
+const cleanups: (() => Promise<unknown>)[] = [];
+afterAll(async () => {
+  for (const fn of cleanups.splice(0).reverse()) await fn().catch(() => {});
+});
+
+interface Replica {
+  op: Operator;
+  recorder: ApiRecorder;
+  identity: string;
+}
+
+/** A replica whose every request goes through its own recorder: what it wrote is known by replica. */
+async function replica(leaseNs: string, watched: string[]): Promise<Replica> {
+  const dir = await mkdtemp(join(tmpdir(), 'teal-shard-'));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  const recorder = await startApiRecorder(dir);
+  cleanups.push(() => recorder.stop());
+  const op = await startOperator({
+    namespace: leaseNs,
+    kubeconfig: recorder.kubeconfig,
+    lease: LEASE,
+    extraArgs: ['--shards', String(SHARDS), '--namespace', watched.join(',')],
+  });
+  cleanups.push(() => op.kill());
+  const identity = await waitFor('the replica to join the election', async () => {
+    return /"identity":"([^"]+)"[^\n]*"msg":"joining the sharded election"/.exec(op.logs())?.[1];
+  });
+  return { op, recorder, identity };
+}
+
+/** The holder of each shard Lease that is held (an empty holder is a released Lease). */
+async function holders(leaseNs: string): Promise<Map<number, string>> {
+  const list = await coordination.listNamespacedLease({
+    namespace: leaseNs,
+    labelSelector: `${LABEL_ELECTION}=${ELECTION}`,
+  });
+  const held = new Map<number, string>();
+  for (let shard = 0; shard < SHARDS; shard++) {
+    const lease = list.items.find((l) => l.metadata?.name === shardLeaseName(ELECTION, shard));
+    const holder = lease?.spec?.holderIdentity;
+    if (holder) held.set(shard, holder);
+  }
+  return held;
+}
+
+/** Every shard held, by exactly these replicas, each with its fair share and none handing one back. */
+async function spreadOver(leaseNs: string, replicas: readonly Replica[]): Promise<Map<number, string> | undefined> {
+  const held = await holders(leaseNs);
+  if (held.size < SHARDS) return undefined;
+  const share = Math.ceil(SHARDS / replicas.length);
+  for (const r of replicas) {
+    const count = [...held.values()].filter((h) => h === r.identity).length;
+    if (count < 1 || count > share || (await ownedMetric(r)) !== count) return undefined;
+  }
+  return [...held.values()].every((h) => replicas.some((r) => r.identity === h)) ? held : undefined;
+}
+
+async function ownedMetric(r: Replica): Promise<number | undefined> {
+  const text = await (await fetch(`http://127.0.0.1:${r.op.healthPort}/metrics`)).text();
+  const value = /^teal_shards_owned (\S+)$/m.exec(text)?.[1];
+  return value === undefined ? undefined : Number(value);
+}
+
+const APP_WRITE = new RegExp(`^/apis/${GROUP.replace('.', '\\.')}/${VERSION}/namespaces/([^/]+)/apps/([^/]+)`);
+
+/** The Apps this replica sent a write for (status, metadata) among its requests from `from` on. */
+function appsWritten(r: Replica, from: number): Set<string> {
+  const apps = new Set<string>();
+  for (const { method, path } of r.recorder.requests.slice(from)) {
+    const match = method !== 'GET' ? APP_WRITE.exec(path) : null;
+    if (match) apps.add(`${match[1]}/${match[2]}`);
+  }
+  return apps;
+}
+
+/** Two Apps in every shard, over two namespaces: whichever replica dies, it held some. */
+function appsPerShard(namespaces: readonly string[]): string[] {
+  const keys: string[] = [];
+  const count = new Array<number>(SHARDS).fill(0);
+  for (let i = 0; keys.length < 2 * SHARDS; i++) {
+    const key = `${namespaces[i % namespaces.length]}/app-${i}`;
+    const shard = shardOf(key, SHARDS);
+    if ((count[shard] ?? 0) < 2) {
+      count[shard] = (count[shard] ?? 0) + 1;
+      keys.push(key);
+    }
+  }
+  return keys;
+}
+
+const split = (key: string): [string, string] => {
+  const [ns = '', name = ''] = key.split('/');
+  return [ns, name];
+};
+
+/** Each App written by exactly one of the replicas, the holder of its shard. */
+function writers(replicas: readonly Replica[], keys: readonly string[], marks: ReadonlyMap<Replica, number>) {
+  return Object.fromEntries(
+    keys.map((key) => [key, replicas.filter((r) => appsWritten(r, marks.get(r) ?? 0).has(key)).map((r) => r.identity)]),
+  );
+}
+
+const marks = (replicas: readonly Replica[]) => new Map(replicas.map((r) => [r, r.recorder.requests.length]));
+
+describe('three replicas with --shards 6', () => {
+  it('split the Apps, each written only by its shard’s holder; one joining gets shards handed back, one killed has its shards taken', async () => {
+    const ops = await createNamespace('shards');
+    const other = await createNamespace('shards-b');
+    cleanups.push(ops.remove, other.remove);
+    const namespaces = [ops.name, other.name];
+    const [a, b] = (await Promise.all([0, 1].map(() => replica(ops.name, namespaces)))) as [Replica, Replica];
+
+    // Two replicas: three shards each, whoever started first.
+    const byTwo = await waitFor('the shards to spread over two replicas', () => spreadOver(ops.name, [a, b]));
+    let mark = marks([a, b]);
+    const keys = appsPerShard(namespaces);
+    for (const key of keys) {
+      const [ns, name] = split(key);
+      await createApp(ns, e2eApp(name, { replicas: 1 }));
+    }
+    for (const key of keys) await waitForApp(...split(key), 'first release', phase('Healthy'));
+    const holderOf = (held: Map<number, string>) =>
+      Object.fromEntries(keys.map((key) => [key, [held.get(shardOf(key, SHARDS))]]));
+    expect(await holders(ops.name)).toEqual(byTwo);
+    expect(writers([a, b], keys, mark)).toEqual(holderOf(byTwo));
+    // Every replica writes as the one field manager "teal": the status has one manager, whoever wrote it.
+    for (const key of keys) {
+      const stored = (await getApp(...split(key))) as { metadata: { managedFields?: { manager?: string }[] } };
+      const managers = new Set(stored.metadata.managedFields?.map((f) => f.manager));
+      expect([...managers].filter((m) => m?.startsWith('teal'))).toEqual(['teal']);
+    }
+
+    // A third replica joins: each of the two drains and hands back one shard, and it takes them.
+    const c = await replica(ops.name, namespaces);
+    const byThree = await waitFor('the shards to spread over three replicas', () => spreadOver(ops.name, [a, b, c]));
+    expect(a.op.logs()).toContain('handed back a shard');
+    expect(b.op.logs()).toContain('handed back a shard');
+    mark = marks([a, b, c]);
+    for (const key of keys) await patchSpec(...split(key), { image: 'registry.example.com/team/web:2' });
+    for (const key of keys) {
+      await waitForApp(
+        ...split(key),
+        'the new revision in preview',
+        (app) => phase('Paused')(app) && app.status?.preview?.revision === 2,
+      );
+    }
+    expect(await holders(ops.name)).toEqual(byThree);
+    expect(writers([a, b, c], keys, mark)).toEqual(holderOf(byThree));
+
+    // kill -9 one replica: its shards expire and move to the two left, and its Apps keep converging.
+    const victimShards = [...byThree].filter(([, h]) => h === a.identity).map(([s]) => s);
+    await a.op.kill();
+    const moved = await waitFor('the dead replica’s shards to move', () => spreadOver(ops.name, [b, c]));
+    for (const shard of victimShards) expect([b.identity, c.identity]).toContain(moved.get(shard));
+    mark = marks([b, c]);
+    for (const key of keys) await intent(...split(key), 'promote');
+    for (const key of keys) {
+      await waitForApp(...split(key), 'promoted', (app) => phase('Healthy')(app) && app.status?.active?.revision === 2);
+    }
+    expect(await holders(ops.name)).toEqual(moved);
+    expect(writers([b, c], keys, mark)).toEqual(holderOf(moved));
+    expect(keys.filter((key) => victimShards.includes(shardOf(key, SHARDS))).length).toBeGreaterThan(0);
+    // Nobody lost a shard it did not hand back.
+    for (const r of [b, c]) expect(r.op.logs()).not.toContain('lost a shard');
+  });
+});
