@@ -22,6 +22,13 @@ export const ChartValuesSchema = z.strictObject({
     renewDeadline: duration,
     retryPeriod: duration,
   }),
+  sharding: z.strictObject({
+    shards: z
+      .int()
+      .min(1)
+      .max(256)
+      .describe('Splits the Apps between the replicas, one Lease per shard (--shards); > 1 needs leaderElection.'),
+  }),
   watchNamespaces: z
     .array(z.string().regex(DNS1123_LABEL, 'a namespace name'))
     .describe('Empty: every namespace (ClusterRole). Otherwise a Role and RoleBinding in each.'),

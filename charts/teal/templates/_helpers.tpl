@@ -88,3 +88,10 @@ app.kubernetes.io/part-of: teal
   resources: ["leases"]
   verbs: ["get", "create", "update"]
 {{- end -}}
+
+{{- /* --shards: list the election's Leases, delete the member Leases of replicas gone; release namespace only. */}}
+{{- define "teal.shardLeaseRules" -}}
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["list", "delete"]
+{{- end -}}
