@@ -25,6 +25,10 @@ build-tools: ## Debian packages of real image builds (root, when missing), and B
 	bash test/cluster/install-build-packages.sh
 	bash test/cluster/build-toolchain.sh >/dev/null
 
+.PHONY: bundle
+bundle: deps ## The operator as one file, as the image runs it: dist/teal.js (scripts/bundle.ts)
+	npm run -s bundle
+
 .PHONY: manifests
 manifests: deps ## Generate the CRD (config/crd, charts/teal/crds) and the chart values schema from zod
 	npm run -s manifests
