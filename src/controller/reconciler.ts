@@ -30,7 +30,7 @@ import type { EventRecorder } from '../kube/events.ts';
 import { plan, planInvalid } from '../rollout/bluegreen.ts';
 import type { ClusterAction, MeasureRequest, PlannerEvent } from '../rollout/cluster-actions.ts';
 import { FINALIZER } from '../rollout/labels.ts';
-import { type Observed, type ObservedService, observeService } from '../rollout/observed.ts';
+import type { Observed } from '../rollout/observed.ts';
 import type { AnalysisObserved } from '../rollout/planner.ts';
 import { isAdopted, serviceName } from '../rollout/service.ts';
 import { specProblems } from '../rollout/spec-problems.ts';
@@ -107,11 +107,18 @@ interface Reconciliation {
 /** A sub-step: it may act, records what it found true in r.status, and may ask to run again after a while. */
 type SubStep = (r: Reconciliation, app: App) => Promise<Result>;
 
+/** How often a reconcile looks again for the App its own status write made. */
+const CATCH_UP_POLL_MS = 50;
+/** How long it waits for the cache to show that App before planning anyway. */
+const CATCH_UP_MAX_MS = 5_000;
+
 export class Reconciler {
   private readonly o: ReconcilerOptions;
   private readonly executor: Executor;
   /** Per App key, the ignored values already reported (see reportValueProblems). */
   private readonly reported = new Map<string, Set<string>>();
+  /** Per App key, the resourceVersion the last status write replaced, until the cache has moved past it. */
+  private readonly behind = new Map<string, { resourceVersion: string; at: number }>();
 
   constructor(options: ReconcilerOptions) {
     this.o = options;
@@ -122,6 +129,7 @@ export class Reconciler {
     const [namespace = '', name = ''] = key.split('/');
     const cached = this.o.caches.apps.get(namespace, name);
     if (!cached) return this.forget(key);
+    if (this.isBehindOwnWrite(key, cached)) return { requeueAfterMs: CATCH_UP_POLL_MS };
     const r = this.begin(key, cached);
     if (cached.metadata.deletionTimestamp) return this.finalize(r);
     try {
@@ -163,7 +171,24 @@ export class Reconciler {
     };
   }
 
+  /**
+   * Whether the cached App is still the one this process's last status write
+   * replaced: planned from it, the reconcile would only meet a 409 (and an
+   * Event or a Service write could go out first). The watch brings the
+   * written App within moments; past CATCH_UP_MAX_MS the conflict guard is
+   * left to sort it out rather than wait on a cache that may have missed it.
+   */
+  private isBehindOwnWrite(key: string, cached: CachedApp): boolean {
+    const written = this.behind.get(key);
+    if (!written) return false;
+    const waiting =
+      written.resourceVersion === cached.metadata.resourceVersion && performance.now() - written.at < CATCH_UP_MAX_MS;
+    if (!waiting) this.behind.delete(key);
+    return waiting;
+  }
+
   private forget(key: string): Result {
+    this.behind.delete(key);
     this.o.sources.forget(key);
     this.o.analysis.forget(key);
     this.reported.delete(key);
@@ -194,7 +219,7 @@ export class Reconciler {
 
   /** What the cluster holds for the App, the intents on it, and the values Teal had to ignore. */
   private async observe(r: Reconciliation, app: App): Promise<Result> {
-    r.observed = await this.observed(app);
+    r.observed = this.observed(app);
     const read = readIntents(r.cached.metadata.annotations, `App ${app.metadata.name}`);
     r.intents = read.intents;
     await this.reportValueProblems(r, read.problems);
@@ -327,6 +352,7 @@ export class Reconciler {
     const { namespace, name, resourceVersion } = r.target;
     this.executor.guard(r.key);
     await this.o.client.writeStatus(namespace, name, resourceVersion, status);
+    this.behind.set(r.key, { resourceVersion, at: performance.now() });
     r.log.debug({ phase: status.phase }, 'status written');
     if (this.o.metrics) countTransitions(this.o.metrics, before, status);
   }
@@ -406,25 +432,16 @@ export class Reconciler {
     });
   }
 
-  /** ReplicaSets from the cache; Services from the cache, or read once when not labelled yet. */
-  private async observed(app: App): Promise<Observed> {
-    const { caches, client } = this.o;
+  /** ReplicaSets, Jobs and Services, all from the cache: Teal's own Services and any it may adopt. */
+  private observed(app: App): Observed {
+    const { caches } = this.o;
     const namespace = app.metadata.namespace ?? '';
     const key = `${namespace}/${app.metadata.name}`;
-    const replicaSets = caches.replicaSets.byIndex(APPS_INDEX, key).map((c) => c.value);
-    const analysisJobs = caches.analysisJobs.byIndex(APPS_INDEX, key).map((c) => c.value);
-    const service = async (role: 'active' | 'preview'): Promise<ObservedService | undefined> => {
-      const svcName = serviceName(app, role);
-      const cachedSvc = caches.services.get(namespace, svcName)?.value;
-      if (cachedSvc) return cachedSvc;
-      // Not labelled by Teal: missing, or someone else's Service to adopt.
-      const read = await reading(`Service ${namespace}/${svcName}`, client.readService(namespace, svcName));
-      return read ? observeService(read) : undefined;
-    };
-    const [activeService, previewService] = await Promise.all([service('active'), service('preview')]);
+    const service = (role: 'active' | 'preview') => caches.services.get(namespace, serviceName(app, role))?.value;
+    const [activeService, previewService] = [service('active'), service('preview')];
     return {
-      replicaSets,
-      analysisJobs,
+      replicaSets: caches.replicaSets.byIndex(APPS_INDEX, key).map((c) => c.value),
+      analysisJobs: caches.analysisJobs.byIndex(APPS_INDEX, key).map((c) => c.value),
       ...(activeService ? { activeService } : {}),
       ...(previewService ? { previewService } : {}),
     };

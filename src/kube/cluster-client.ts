@@ -1,7 +1,7 @@
 // What the App reconciler reads from and writes to the API server, in one
 // injected client: the writes of apply.ts, and the few reads the cache cannot
-// serve (a Service not labelled by Teal yet, the keys of a git Secret).
-import { CoreV1Api, type KubeConfig, type V1Service } from '@kubernetes/client-node';
+// serve (Secrets, which Teal does not watch).
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { Writer } from './apply.ts';
 import { ignoreNotFound } from './errors.ts';
 
@@ -11,11 +11,6 @@ export class ClusterClient extends Writer {
   constructor(kc: KubeConfig) {
     super(kc);
     this.core = kc.makeApiClient(CoreV1Api);
-  }
-
-  /** The Service, or undefined when there is none. */
-  readService(namespace: string, name: string): Promise<V1Service | undefined> {
-    return ignoreNotFound(this.core.readNamespacedService({ namespace, name }));
   }
 
   /**

@@ -402,9 +402,9 @@ function waitingFor(
   waiting: 'preview' | 'full',
   r: Rollout,
 ): Progress {
-  const have = rs
-    ? `${rs.availableReplicas}/${waiting === 'full' ? r.replicas : r.previewCount} pods available`
-    : 'deploying';
+  // A ReplicaSet just created has no pod available yet: saying so in the same words as once it
+  // shows in the cache leaves the status as it was, so that step costs no status write.
+  const have = `${rs?.availableReplicas ?? 0}/${waiting === 'full' ? r.replicas : r.previewCount} pods available`;
   return {
     phase: 'Progressing',
     message: `revision ${desired.number} ${waiting === 'full' ? 'promoting' : 'in preview'}: ${have}`,
