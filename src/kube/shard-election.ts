@@ -7,14 +7,21 @@
 // work before releasing its Lease, so no write of this replica lands once
 // another replica holds the shard. A shard lost any other way ends the process
 // (the manager fences and exits), as a lost lease does without sharding.
+//
+// The shard of an App depends on N, so replicas that run different --shards
+// (a rolling update that changes it) must never hold shards at the same time:
+// a replica counts only the members of its own N, and acquires nothing while a
+// live member of another N is seen, nor while the unsharded Lease (the
+// --leader-election-id of --shards 1) is held (docs/sharding.md).
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
-import { errorMessage, isConflict, isNotFound } from './errors.ts';
+import { errorMessage, ignoreNotFound, isConflict, isNotFound } from './errors.ts';
 import { type LeaderElectionLogger, LeaderElector } from './leader-election.ts';
 import {
   balance,
   LABEL_ELECTION,
   LABEL_LEASE_ROLE,
+  LABEL_SHARDS,
   memberLeaseName,
   type ShardView,
   shardLeaseName,
@@ -66,6 +73,12 @@ interface Seen {
 
 const now = (): number => performance.now();
 
+/** The Lease as seen at `at`: the time of the earlier sighting is kept while its spec has not changed. */
+function observed(lease: k8s.V1Lease, at: number, before: Seen | undefined): Seen {
+  const raw = JSON.stringify(lease.spec ?? {});
+  return { lease, raw, at: before?.raw === raw ? before.at : at };
+}
+
 export class ShardElection {
   private readonly o: ShardElectionOptions;
   private readonly api: k8s.CoordinationV1Api;
@@ -76,6 +89,10 @@ export class ShardElection {
   private loop?: Promise<void>;
   private stopping?: Promise<void>;
   private ticks = 0;
+  /** The unsharded Lease (--shards 1's), as last read. */
+  private unsharded?: Seen;
+  /** Why acquiring waits, as last logged: said once, not on every tick. */
+  private waitingFor = '';
 
   constructor(options: ShardElectionOptions) {
     this.o = options;
@@ -142,15 +159,36 @@ export class ShardElection {
 
   /** Observe the Leases, say this replica is alive, clear out dead members, then move toward the fair share. */
   private async tick(signal: AbortSignal): Promise<void> {
-    const leases = await this.list();
+    const [leases, unsharded] = await Promise.all([this.list(), this.readUnsharded()]);
     if (signal.aborted) return;
     const at = now();
     this.observe(leases, at);
+    this.unsharded = unsharded && observed(unsharded, at, this.unsharded);
     await this.renewMembership(signal);
     await this.collectDeadMembers(at, signal);
     // The first tick only announces this replica: peers started with it get a tick to show up.
     if (this.ticks++ === 0 || signal.aborted) return;
-    this.act(balance(this.view(at)));
+    const moves = balance(this.view(at));
+    const waiting = this.mustWait(at);
+    if (waiting !== this.waitingFor && waiting !== '') {
+      this.o.logger.warn({ shards: this.o.shards }, `${waiting}: acquiring no shard until they are gone`);
+    }
+    this.waitingFor = waiting;
+    if (waiting !== '') moves.acquire = [];
+    this.act(moves);
+  }
+
+  /**
+   * Replicas that split the Apps otherwise are alive: a holder of the
+   * unsharded Lease, or members of another --shards. Empty when none is.
+   */
+  private mustWait(at: number): string {
+    const holder = this.unsharded?.lease.spec?.holderIdentity ?? '';
+    if (this.unsharded && holder !== '' && this.valid(this.unsharded, at)) {
+      return `${holder} holds the unsharded Lease ${this.o.electionId} (--shards 1)`;
+    }
+    const others = this.otherShardCounts(at);
+    return others.length > 0 ? `live replicas run --shards ${others.join(', ')}` : '';
   }
 
   private act(moves: ReturnType<typeof balance>): void {
@@ -177,14 +215,28 @@ export class ShardElection {
     };
   }
 
-  /** Member Leases renewed within their duration, this replica's counted whether or not its write landed yet. */
+  /**
+   * Member Leases of the same --shards renewed within their duration, this
+   * replica's counted whether or not its write landed yet.
+   */
   private liveMembers(at: number): number {
-    let live = 1;
+    return 1 + this.otherMembers(at).filter((shards) => shards === String(this.o.shards)).length;
+  }
+
+  /** The --shards of live members that disagree with this replica's. */
+  private otherShardCounts(at: number): string[] {
+    return [...new Set(this.otherMembers(at).filter((shards) => shards !== String(this.o.shards)))];
+  }
+
+  /** The --shards of each other live member. */
+  private otherMembers(at: number): string[] {
+    const counts: string[] = [];
     for (const [name, seen] of this.seen) {
-      const member = seen.lease.metadata?.labels?.[LABEL_LEASE_ROLE] === 'member';
-      if (member && name !== this.memberName && seen.lease.spec?.holderIdentity && this.valid(seen, at)) live++;
+      const labels = seen.lease.metadata?.labels;
+      if (labels?.[LABEL_LEASE_ROLE] !== 'member' || name === this.memberName) continue;
+      if (seen.lease.spec?.holderIdentity && this.valid(seen, at)) counts.push(labels[LABEL_SHARDS] ?? '');
     }
-    return live;
+    return counts;
   }
 
   /** Expiry is judged by when this process saw the record change, never by the Lease's timestamps (clock skew). */
@@ -197,9 +249,7 @@ export class ShardElection {
     for (const lease of leases) {
       const name = lease.metadata?.name ?? '';
       names.add(name);
-      const raw = JSON.stringify(lease.spec ?? {});
-      const before = this.seen.get(name);
-      this.seen.set(name, { lease, raw, at: before?.raw === raw ? before.at : at });
+      this.seen.set(name, observed(lease, at, this.seen.get(name)));
     }
     for (const name of this.seen.keys()) if (!names.has(name)) this.seen.delete(name);
   }
@@ -284,9 +334,14 @@ export class ShardElection {
     return list.items;
   }
 
+  private async readUnsharded(): Promise<k8s.V1Lease | undefined> {
+    const { namespace, electionId: name } = this.o;
+    return ignoreNotFound(this.api.readNamespacedLease({ name, namespace }));
+  }
+
   /** Creates or renews this replica's member Lease; a conflict waits for the next tick. */
   private async renewMembership(signal: AbortSignal): Promise<void> {
-    const { namespace, electionId, identity, leaseDurationMs } = this.o;
+    const { namespace, electionId, identity, leaseDurationMs, shards } = this.o;
     const time = new k8s.V1MicroTime();
     const spec: k8s.V1LeaseSpec = {
       holderIdentity: identity,
@@ -299,7 +354,7 @@ export class ShardElection {
         const body = { ...current, spec: { ...current.spec, ...spec } };
         await this.api.replaceNamespacedLease({ name: this.memberName, namespace, body });
       } else {
-        const labels = { [LABEL_ELECTION]: electionId, [LABEL_LEASE_ROLE]: 'member' };
+        const labels = { [LABEL_ELECTION]: electionId, [LABEL_LEASE_ROLE]: 'member', [LABEL_SHARDS]: String(shards) };
         const body = { metadata: { name: this.memberName, namespace, labels }, spec: { ...spec, acquireTime: time } };
         await this.api.createNamespacedLease({ namespace, body });
       }

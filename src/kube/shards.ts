@@ -8,6 +8,8 @@ export const MAX_SHARDS = 256;
 /** Labels every Lease of a sharded election carries, so one label-selected list sees them all. */
 export const LABEL_ELECTION = 'teal.dev/leader-election-id';
 export const LABEL_LEASE_ROLE = 'teal.dev/lease-role';
+/** On a member Lease: the replica's --shards. Replicas that disagree must never both hold shards. */
+export const LABEL_SHARDS = 'teal.dev/shards';
 
 /**
  * FNV-1a, 32 bits, over the UTF-8 bytes: stable across processes, versions and

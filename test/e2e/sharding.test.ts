@@ -35,7 +35,7 @@ interface Replica {
 }
 
 /** A replica whose every request goes through its own recorder: what it wrote is known by replica. */
-async function replica(leaseNs: string, watched: string[]): Promise<Replica> {
+async function replica(leaseNs: string, watched: string[], shards = SHARDS): Promise<Replica> {
   const dir = await mkdtemp(join(tmpdir(), 'teal-shard-'));
   cleanups.push(() => rm(dir, { recursive: true, force: true }));
   const recorder = await startApiRecorder(dir);
@@ -44,7 +44,7 @@ async function replica(leaseNs: string, watched: string[]): Promise<Replica> {
     namespace: leaseNs,
     kubeconfig: recorder.kubeconfig,
     lease: LEASE,
-    extraArgs: ['--shards', String(SHARDS), '--namespace', watched.join(',')],
+    extraArgs: ['--shards', String(shards), '--namespace', watched.join(',')],
   });
   cleanups.push(() => op.kill());
   const identity = await waitFor('the replica to join the election', async () => {
@@ -54,13 +54,13 @@ async function replica(leaseNs: string, watched: string[]): Promise<Replica> {
 }
 
 /** The holder of each shard Lease that is held (an empty holder is a released Lease). */
-async function holders(leaseNs: string): Promise<Map<number, string>> {
+async function holders(leaseNs: string, shards = SHARDS): Promise<Map<number, string>> {
   const list = await coordination.listNamespacedLease({
     namespace: leaseNs,
     labelSelector: `${LABEL_ELECTION}=${ELECTION}`,
   });
   const held = new Map<number, string>();
-  for (let shard = 0; shard < SHARDS; shard++) {
+  for (let shard = 0; shard < shards; shard++) {
     const lease = list.items.find((l) => l.metadata?.name === shardLeaseName(ELECTION, shard));
     const holder = lease?.spec?.holderIdentity;
     if (holder) held.set(shard, holder);
@@ -187,5 +187,45 @@ describe('three replicas with --shards 6', () => {
     expect(keys.filter((key) => victimShards.includes(shardOf(key, SHARDS))).length).toBeGreaterThan(0);
     // Nobody lost a shard it did not hand back.
     for (const r of [b, c]) expect(r.op.logs()).not.toContain('lost a shard');
+  });
+});
+
+describe('replicas that split the Apps otherwise', () => {
+  it('a sharded replica acquires nothing while an unsharded one leads, nor while one of another --shards lives', async () => {
+    const ns = await createNamespace('shards-mixed');
+    cleanups.push(ns.remove);
+    const plain = await startOperator({ namespace: ns.name, lease: LEASE });
+    cleanups.push(() => plain.kill());
+    const plainId = await waitFor('the unsharded replica to lead', async () => {
+      const id = /"identity":"([^"]+)"/.exec(plain.logs())?.[1];
+      const lease = await coordination
+        .readNamespacedLease({ name: ELECTION, namespace: ns.name })
+        .catch(() => undefined);
+      return id && lease?.spec?.holderIdentity === id ? id : undefined;
+    });
+
+    const six = await replica(ns.name, [ns.name]);
+    await waitFor('the sharded replica to wait for the unsharded one', async () =>
+      six.op.logs().includes(`${plainId} holds the unsharded Lease ${ELECTION} (--shards 1)`) ? true : undefined,
+    );
+    expect(await holders(ns.name)).toEqual(new Map());
+
+    // Stopped, the unsharded replica releases its Lease: the sharded one takes every shard.
+    expect(await plain.stop()).toBe(0);
+    await waitFor('the sharded replica to hold every shard', () => spreadOver(ns.name, [six]));
+
+    // A replica of another shard count waits while this one lives, and takes over once it is gone.
+    const four = await replica(ns.name, [ns.name], 4);
+    await waitFor('the --shards 4 replica to wait', async () =>
+      four.op.logs().includes('live replicas run --shards 6') ? true : undefined,
+    );
+    expect([...(await holders(ns.name)).values()].every((h) => h === six.identity)).toBe(true);
+    expect(await six.op.stop()).toBe(0);
+    const taken = await waitFor('the --shards 4 replica to hold its four shards', async () => {
+      const held = await holders(ns.name, 4);
+      return held.size === 4 && [...held.values()].every((h) => h === four.identity) ? held : undefined;
+    });
+    expect(taken.size).toBe(4);
+    expect(four.op.logs()).not.toContain('lost a shard');
   });
 });
