@@ -10,6 +10,7 @@ import { LABEL_BUILD } from '../build/job.ts';
 import { observeBuildPod, observeJob } from '../build/observed.ts';
 import type { ObservedBuildPod, ObservedJob } from '../build/plan.ts';
 import { Informer, type InformerOptions, type KubeObjectLike, type RawObject } from '../kube/informer.ts';
+import { StringPool } from '../kube/intern.ts';
 import { MultiNamespaceInformer, type SharedInformer } from '../kube/multi-namespace-informer.ts';
 import { LABEL_APP } from '../rollout/labels.ts';
 import {
@@ -45,7 +46,7 @@ export interface Cached<T> {
   value: T;
 }
 
-function trimApp(raw: RawObject): CachedApp | undefined {
+function trimApp(raw: RawObject, pool: StringPool): CachedApp | undefined {
   const m = raw.metadata;
   if (!m?.name || !m.namespace) return undefined;
   const annotations = Object.fromEntries(
@@ -56,7 +57,7 @@ function trimApp(raw: RawObject): CachedApp | undefined {
     ...(raw.kind ? { kind: raw.kind } : {}),
     metadata: {
       name: m.name,
-      namespace: m.namespace,
+      namespace: pool.string(m.namespace),
       resourceVersion: m.resourceVersion ?? '',
       ...(m.uid ? { uid: m.uid } : {}),
       ...(m.generation !== undefined ? { generation: m.generation } : {}),
@@ -64,8 +65,8 @@ function trimApp(raw: RawObject): CachedApp | undefined {
       ...(Array.isArray(m.finalizers) ? { finalizers: m.finalizers as string[] } : {}),
       ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
     },
-    spec: raw.spec,
-    status: raw.status,
+    spec: pool.intern(raw.spec),
+    status: pool.intern(raw.status),
   };
 }
 
@@ -130,13 +131,14 @@ export function makeCaches(kubeConfig: KubeConfig, namespaces: readonly string[]
       (ns) => new Informer<T>({ ...options, kubeConfig, path: `${group}/namespaces/${ns}/${resource}` }),
     );
   }
+  const pool = new StringPool();
   const apps = informer<CachedApp>(`/apis/${GROUP}/${VERSION}`, PLURAL, {
-    transform: trimApp,
+    transform: (raw) => trimApp(raw, pool),
     logger: logger.child({ informer: 'apps' }),
   });
   const replicaSets = informer<Cached<ObservedReplicaSet>>('/apis/apps/v1', 'replicasets', {
     labelSelector: LABEL_APP,
-    transform: (raw) => wrap(observeReplicaSet(raw)),
+    transform: (raw) => wrap(pool.intern(observeReplicaSet(raw))),
     logger: logger.child({ informer: 'replicasets' }),
   });
   replicaSets.addIndex(APPS_INDEX, (rs) => [`${rs.value.namespace}/${rs.value.app}`]);
@@ -144,7 +146,7 @@ export function makeCaches(kubeConfig: KubeConfig, namespaces: readonly string[]
   // new App's Services are looked up before they exist. Reading those from the cache costs a
   // trimmed selector each and saves two GETs per App at every reconcile until its switch.
   const services = informer<Cached<ObservedService>>('/api/v1', 'services', {
-    transform: (raw) => wrap(observeService(raw)),
+    transform: (raw) => wrap(pool.intern(observeService(raw))),
     logger: logger.child({ informer: 'services' }),
   });
   const jobs = informer<Cached<ObservedJob>>('/apis/batch/v1', 'jobs', {
