@@ -23,6 +23,8 @@ export interface Cluster {
   binDir: string;
   /** Environment in which kubectl and kwokctl reach this cluster. */
   env: NodeJS.ProcessEnv;
+  /** The API server's audit log (JSON lines), when the cluster was started with an auditPolicy. */
+  auditLog?: string;
 }
 
 /** Builds the binaries on first use, then returns their cached folder. */
@@ -81,6 +83,10 @@ export interface StartOptions {
   /** Where kwokctl keeps the cluster; a fresh temporary folder by default. */
   workdir?: string;
   log?: (line: string) => void;
+  /** An audit policy (YAML): the API server then writes every request it matches to Cluster.auditLog. */
+  auditPolicy?: string;
+  /** The API server's Service IP range; its default, 10.0.0.0/24, holds about 250 Services. */
+  serviceClusterIPRange?: string;
 }
 
 /**
@@ -102,8 +108,14 @@ export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
   const name = opts.name ?? 'teal-test';
   const kubeconfig = join(workdir, 'kubeconfig.yaml');
   const cluster: Cluster = { name, workdir, kubeconfig, binDir, env: clusterEnv(binDir, workdir, kubeconfig) };
+  if (opts.auditPolicy !== undefined) {
+    writeFileSync(join(workdir, AUDIT_POLICY), opts.auditPolicy);
+    cluster.auditLog = join(logsDir(cluster), 'audit.log');
+  }
+  const serviceRange = opts.serviceClusterIPRange;
+  const extraArgs = serviceRange ? ['--extra-args', `kube-apiserver=service-cluster-ip-range=${serviceRange}`] : [];
   try {
-    await boot(cluster, log);
+    await boot(cluster, log, extraArgs);
   } catch (err) {
     // The cause is usually in a component's own log, which stopCluster removes.
     printComponentLogs(cluster);
@@ -118,12 +130,16 @@ export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
  * readiness wait does not fail the command: each step here waits for its own
  * condition and retries while a component is still starting.
  */
-async function boot(cluster: Cluster, log: (line: string) => void): Promise<void> {
+async function boot(cluster: Cluster, log: (line: string) => void, extraArgs: string[] = []): Promise<void> {
   const config = join(cluster.workdir, 'kwokctl.yaml');
   writeFileSync(config, kwokctlConfig(cluster.binDir));
   await run(
     join(cluster.binDir, 'kwokctl'),
-    ['create', 'cluster', '--name', cluster.name, '--config', config, '--kubeconfig', cluster.kubeconfig],
+    [
+      ...['create', 'cluster', '--name', cluster.name, '--config', config, '--kubeconfig', cluster.kubeconfig],
+      ...auditArgs(cluster),
+      ...extraArgs,
+    ],
     { env: cluster.env },
   );
   // A component found stopped is started again: KWOK, for one, gives up on an API
@@ -150,6 +166,21 @@ async function boot(cluster: Cluster, log: (line: string) => void): Promise<void
     'serviceaccount/default',
     restart,
   );
+}
+
+const AUDIT_POLICY = 'audit-policy.yaml';
+
+/**
+ * kwokctl writes the log to logs/audit.log. The API server would rotate it at
+ * 100 MB by default, which a reader following it by offset would not see:
+ * maxsize 0 keeps one file.
+ */
+function auditArgs(cluster: Cluster): string[] {
+  if (cluster.auditLog === undefined) return [];
+  return [
+    ...['--kube-audit-policy', join(cluster.workdir, AUDIT_POLICY)],
+    ...['--extra-args', 'kube-apiserver=audit-log-maxsize=0'],
+  ];
 }
 
 /** kubectl's output, trimmed; a call that fails or hangs throws. */

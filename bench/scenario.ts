@@ -1,0 +1,336 @@
+// One controller at one size, in its own namespace: start it empty, converge
+// N Apps, idle, restart it cold, then promote M of them one by one. Every
+// figure is taken with the 1-minute load average of that moment.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { KubeConfig, V1Service } from '@kubernetes/client-node';
+import { type AuditEvent, addEvent, auditTime, type Counts, counted, WRITE_VERBS } from './audit.ts';
+import type { AuditLog } from './audit-log.ts';
+import { cpuSeconds, loadAverage, memory } from './proc.ts';
+import { percentile } from './stats.ts';
+import type { Clients, Running, ServiceObject, Subject, Workload } from './subjects.ts';
+import { IMAGE } from './subjects.ts';
+import { Tracker } from './tracker.ts';
+
+export interface Figure {
+  value: number | undefined;
+  load: number;
+}
+
+const figure = (value: number | undefined): Figure => ({ value, load: loadAverage() });
+
+export interface RunResult {
+  controller: Subject['id'];
+  title: string;
+  apps: number;
+  /** Started on an empty namespace, once ready: its base. */
+  empty: { rss: Figure; heap: Figure };
+  converge: {
+    seconds: Figure;
+    converged: number;
+    cpuSeconds: number;
+    /** VmHWM at the end: the highest RSS so far, the convergence included. */
+    peakRss: Figure;
+    requests: Counts;
+  };
+  idle: { seconds: number; rss: Figure; heap: Figure; perMinute: Figure; requests: Counts };
+  cold: {
+    seconds: Figure;
+    readySeconds: number | undefined;
+    /** Whether it went quiet within the bound; if not, seconds is the bound. */
+    steady: boolean;
+    writes: number;
+    requests: Counts;
+    peakRss: Figure;
+  };
+  promote: {
+    latenciesMs: number[];
+    p50: Figure;
+    p90: Figure;
+    p99: Figure;
+    /** Promotions whose Service never switched within the bound. */
+    never: number;
+    /** Image changes that never reached a paused preview within the bound. */
+    noPreview: number;
+    requests: Counts;
+  };
+}
+
+export interface ScenarioOptions {
+  apps: number;
+  promotions: number;
+  idleSeconds: number;
+  /** No write by the controller for this long means it is steady. */
+  quietMs: number;
+  /** How many creates the bench keeps in flight. */
+  createConcurrency: number;
+  log: (line: string) => void;
+}
+
+/** Bounds against a controller that never gets there; the bench then reports it instead of hanging. */
+const READY_BOUND_MS = 5 * 60_000;
+const STEADY_BOUND_MS = 5 * 60_000;
+const PREVIEW_BOUND_MS = 2 * 60_000;
+const SWITCH_BOUND_MS = 60_000;
+const convergeBoundMs = (apps: number) => 10 * 60_000 + apps * 500;
+
+interface Context {
+  subject: Subject;
+  audit: AuditLog;
+  opts: ScenarioOptions;
+  objects: Tracker<Workload>;
+  services: Tracker<ServiceObject>;
+  converged: Set<string>;
+  /** Per active Service, its selected hash and when the bench saw it change to that. */
+  switches: Map<string, { hash: string | undefined; at: number }>;
+}
+
+export async function runScenario(
+  subject: Subject,
+  kc: KubeConfig,
+  clients: Clients,
+  audit: AuditLog,
+  opts: ScenarioOptions,
+): Promise<RunResult> {
+  const ctx = await track(subject, kc, clients, audit, opts);
+  let running: Running | undefined;
+  try {
+    opts.log(`${subject.id} ${opts.apps}: starting on an empty namespace`);
+    running = await subject.start();
+    const readyAt = await waitReady(running, performance.now());
+    if (readyAt === undefined) throw new Error(`${subject.title} never became ready`);
+    await sleep(5_000);
+    const empty = { rss: figure(memory(running.pid).rss), heap: figure(await running.heap()) };
+    const converge = await convergeApps(ctx, running);
+    await untilQuiet(ctx, running, performance.now());
+    const idle = await idleFor(ctx, running);
+    await running.stop();
+    const cold = await coldStart(ctx);
+    running = cold.running;
+    const promote = await promoteLoop(ctx);
+    await running.stop();
+    return {
+      controller: subject.id,
+      title: subject.title,
+      apps: opts.apps,
+      empty,
+      converge,
+      idle,
+      cold: cold.result,
+      promote,
+    };
+  } finally {
+    await running?.stop();
+    await ctx.objects.stop();
+    await ctx.services.stop();
+  }
+}
+
+async function track(subject: Subject, kc: KubeConfig, clients: Clients, audit: AuditLog, opts: ScenarioOptions) {
+  const ns = subject.namespace;
+  await clients.core.createNamespace({ body: { metadata: { name: ns } } });
+  const converged = new Set<string>();
+  const switches = new Map<string, { hash: string | undefined; at: number }>();
+  const objects = new Tracker<Workload>(kc, subject.objectsPath, subject.list, undefined, (obj) => {
+    if (subject.converged(obj)) converged.add(obj.metadata?.name ?? '');
+  });
+  const services = new Tracker<ServiceObject>(
+    kc,
+    `/api/v1/namespaces/${ns}/services`,
+    () => clients.core.listNamespacedService({ namespace: ns, labelSelector: subject.activeServices }),
+    subject.activeServices,
+    (svc: V1Service, at) => {
+      const name = svc.metadata?.name ?? '';
+      const hash = subject.selectedHash(svc);
+      if (switches.get(name)?.hash !== hash) switches.set(name, { hash, at });
+    },
+  );
+  await objects.start();
+  await services.start();
+  return { subject, audit, opts, objects, services, converged, switches } satisfies Context;
+}
+
+/** The moment (performance.now()) it first answered ready, polled from since; undefined if never. */
+async function waitReady(running: Running, since: number): Promise<number | undefined> {
+  while (performance.now() - since < READY_BOUND_MS) {
+    if (await running.ready()) return performance.now();
+    await sleep(100);
+  }
+  return undefined;
+}
+
+export const appName = (i: number) => `app-${String(i).padStart(5, '0')}`;
+
+async function convergeApps(ctx: Context, running: Running): Promise<RunResult['converge']> {
+  const { subject, opts, audit } = ctx;
+  const from = audit.mark();
+  const cpu0 = cpuSeconds(running.pid);
+  const t0 = performance.now();
+  const names = Array.from({ length: opts.apps }, (_, i) => appName(i));
+  await inPool(names, opts.createConcurrency, (name) => subject.create(name));
+  opts.log(`${subject.id} ${opts.apps}: created in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  // Checked on every event: resolves on the one that converges the last App.
+  await ctx.objects.until(() => ctx.converged.size >= opts.apps, convergeBoundMs(opts.apps));
+  const seconds = figure((performance.now() - t0) / 1000);
+  const peakRss = figure(memory(running.pid).peak);
+  opts.log(`${subject.id} ${opts.apps}: ${ctx.converged.size} converged in ${seconds.value?.toFixed(1)} s`);
+  return {
+    seconds,
+    converged: ctx.converged.size,
+    cpuSeconds: cpuSeconds(running.pid) - cpu0,
+    peakRss,
+    requests: countOwn(ctx, from, audit.mark()),
+  };
+}
+
+/** Runs work over items with at most limit in flight. */
+async function inPool<T>(items: T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const item = items[next++] as T;
+      await work(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+function countOwn(ctx: Context, from: number, to: number): Counts {
+  const counts: Counts = {};
+  ctx.audit.scan(from, to, (e) => {
+    if (counted(e) && ctx.subject.own(e)) addEvent(counts, e);
+  });
+  return counts;
+}
+
+const isOwnWrite = (ctx: Context, e: AuditEvent) => counted(e) && ctx.subject.own(e) && WRITE_VERBS.has(e.verb);
+
+/**
+ * Waits until the controller has written nothing for quietMs, after it is
+ * ready; returns the epoch ms of its last write (or undefined: none since
+ * sinceEpoch) and whether it went quiet within the bound.
+ */
+async function untilQuiet(
+  ctx: Context,
+  running: Running,
+  since: number,
+): Promise<{ lastWrite: number | undefined; quiet: boolean; writes: number }> {
+  const sinceEpoch = Date.now() - (performance.now() - since);
+  let pos = ctx.audit.mark();
+  let lastWrite: number | undefined;
+  let writes = 0;
+  let quietFrom = Date.now();
+  while (Date.now() - sinceEpoch < STEADY_BOUND_MS) {
+    await sleep(1_000);
+    const end = ctx.audit.mark();
+    ctx.audit.scan(pos, end, (e) => {
+      if (!isOwnWrite(ctx, e)) return;
+      writes++;
+      const at = auditTime(e) ?? Date.now();
+      if (lastWrite === undefined || at > lastWrite) lastWrite = at;
+    });
+    pos = end;
+    if (lastWrite !== undefined) quietFrom = Math.max(quietFrom, lastWrite);
+    if (Date.now() - quietFrom >= ctx.opts.quietMs && (await running.ready()))
+      return { lastWrite, quiet: true, writes };
+  }
+  return { lastWrite, quiet: false, writes };
+}
+
+async function idleFor(ctx: Context, running: Running): Promise<RunResult['idle']> {
+  const { opts, audit } = ctx;
+  opts.log(`${ctx.subject.id} ${opts.apps}: idle for ${opts.idleSeconds} s`);
+  const from = audit.mark();
+  await sleep(opts.idleSeconds * 1000);
+  const requests = countOwn(ctx, from, audit.mark());
+  const total = Object.values(requests).reduce((a, b) => a + b, 0);
+  return {
+    seconds: opts.idleSeconds,
+    perMinute: figure((total * 60) / opts.idleSeconds),
+    rss: figure(memory(running.pid).rss),
+    heap: figure(await running.heap()),
+    requests,
+  };
+}
+
+/**
+ * Restarted with every App converged: the time from the start to the later of
+ * ready and its last write before quietMs without one, and what it wrote.
+ */
+async function coldStart(ctx: Context): Promise<{ result: RunResult['cold']; running: Running }> {
+  const { subject, opts, audit } = ctx;
+  opts.log(`${subject.id} ${opts.apps}: cold start`);
+  const from = audit.mark();
+  const t0 = performance.now();
+  const startEpoch = Date.now();
+  const running = await subject.start();
+  const readyAt = await waitReady(running, t0);
+  const quiet = await untilQuiet(ctx, running, t0);
+  const readyMs = readyAt === undefined ? undefined : readyAt - t0;
+  const lastWriteMs = quiet.lastWrite === undefined ? 0 : quiet.lastWrite - startEpoch;
+  const seconds = quiet.quiet ? Math.max(readyMs ?? 0, lastWriteMs) / 1000 : STEADY_BOUND_MS / 1000;
+  const requests = countOwn(ctx, from, audit.mark());
+  const writes = Object.entries(requests)
+    .filter(([key]) => WRITE_VERBS.has(key.split(' ')[0] as string))
+    .reduce((a, [, n]) => a + n, 0);
+  opts.log(`${subject.id} ${opts.apps}: steady after ${seconds.toFixed(1)} s, ${writes} writes`);
+  return {
+    running,
+    result: {
+      seconds: figure(seconds),
+      readySeconds: readyMs === undefined ? undefined : readyMs / 1000,
+      steady: quiet.quiet,
+      writes,
+      requests,
+      peakRss: figure(memory(running.pid).peak),
+    },
+  };
+}
+
+async function promoteLoop(ctx: Context): Promise<RunResult['promote']> {
+  const { subject, opts, audit } = ctx;
+  const count = Math.min(opts.promotions, opts.apps);
+  opts.log(`${subject.id} ${opts.apps}: ${count} promotions`);
+  const from = audit.mark();
+  const latencies: number[] = [];
+  let never = 0;
+  let noPreview = 0;
+  for (let i = 0; i < count; i++) {
+    const outcome = await promoteOne(ctx, appName(i));
+    if (outcome === 'no-preview') noPreview++;
+    else if (outcome === 'never') never++;
+    else latencies.push(outcome);
+  }
+  const load = loadAverage();
+  const at = (p: number) => ({ value: percentile(latencies, p), load });
+  return {
+    latenciesMs: latencies,
+    p50: at(0.5),
+    p90: at(0.9),
+    p99: at(0.99),
+    never,
+    noPreview,
+    requests: countOwn(ctx, from, audit.mark()),
+  };
+}
+
+/**
+ * New image, paused on its preview, promoted: the milliseconds from the
+ * promote request acknowledged to the active Service switched, as the
+ * bench's watch saw it.
+ */
+async function promoteOne(ctx: Context, name: string): Promise<number | 'no-preview' | 'never'> {
+  const { subject, objects, switches } = ctx;
+  await subject.setImage(name, `${IMAGE}:2`);
+  const paused = await objects.until(() => {
+    const obj = objects.objects.get(name);
+    return obj !== undefined && subject.pausedOnPreview(obj);
+  }, PREVIEW_BOUND_MS);
+  if (!paused) return 'no-preview';
+  const old = switches.get(name)?.hash;
+  await subject.promote(name);
+  const acked = performance.now();
+  const switched = await ctx.services.until(() => switches.get(name)?.hash !== old, SWITCH_BOUND_MS);
+  const at = switches.get(name)?.at;
+  if (!switched || at === undefined) return 'never';
+  return at - acked;
+}
