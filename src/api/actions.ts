@@ -79,6 +79,7 @@ export const ActionBodySchemas = {
   }),
   pause: z.strictObject({}),
   resume: z.strictObject({}),
+  restart: z.strictObject({}),
 } as const satisfies Record<Action, z.ZodType>;
 
 export type ActionBody<A extends Action> = z.output<(typeof ActionBodySchemas)[A]>;

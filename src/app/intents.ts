@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { rfc3339Time, shown, type ValueProblem, ValueReader } from './cluster-values.ts';
 
-export const ACTIONS = ['promote', 'abort', 'retry', 'undo', 'pause', 'resume'] as const;
+export const ACTIONS = ['promote', 'abort', 'retry', 'undo', 'pause', 'resume', 'restart'] as const;
 export type Action = (typeof ACTIONS)[number];
 
 export const INTENT_PREFIX = 'intents.teal.dev/';

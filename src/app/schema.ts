@@ -159,6 +159,17 @@ export const ServiceSchema = z
   })
   .describe('Ports of the active and preview Services.');
 
+const PERCENT = /^(100|[1-9]?[0-9])%$/;
+
+/** An int or a percentage, as Kubernetes' IntOrString: the CRD can only say so in CEL. */
+const maxUnavailable = withRules(z.union([z.int(), z.string()]), [
+  {
+    cel: `type(self) == int ? self >= 0 : self.matches('${PERCENT.source}')`,
+    message: 'maxUnavailable must be a number of pods (0 or more) or a percentage such as 25%',
+    test: (v) => (typeof v === 'number' ? v >= 0 : PERCENT.test(v)),
+  },
+]);
+
 export const BlueGreenSchema = z.strictObject({
   activeService: serviceName.optional().describe('Service that serves live traffic; default <name>.'),
   previewService: serviceName.optional().describe('Service that reaches the preview; default <name>-preview.'),
@@ -167,6 +178,11 @@ export const BlueGreenSchema = z.strictObject({
   previewReplicaCount: z.int().min(1).optional().describe('Replicas of the preview; default replicas.'),
   scaleDownDelaySeconds: z.int().min(0).default(30),
   abortScaleDownDelaySeconds: z.int().min(0).default(30),
+  maxUnavailable: maxUnavailable
+    .optional()
+    .describe(
+      'How many pods of the active revision a restart may take down at once (Argo Rollouts: the same field): a number, or a percentage of replicas rounded down; at least 1. Default 1.',
+    ),
   prePromotionAnalysis: AnalysisSchema.optional().describe(
     'Checks the preview must pass before it is promoted, auto or by hand (Argo Rollouts: the same field). They start once the preview is fully available; a failure aborts the release, an inconclusive result pauses it.',
   ),
@@ -278,6 +294,28 @@ export const ProgressStatusSchema = z
   .strictObject({ podTemplateHash: z.string(), since: time })
   .describe('The clock of progressDeadlineSeconds: runs only while waiting for pods to become available.');
 
+export const RestartStatusSchema = z
+  .strictObject({
+    ...actor,
+    revision: z.int().min(1),
+    podTemplateHash: z.string(),
+    startedAt: time.describe('Pods of the revision created before this second are replaced.'),
+    evicting: z
+      .array(z.string())
+      .optional()
+      .describe('Pods whose eviction was asked for and not yet seen: counted as unavailable until they go.'),
+    evictedAt: time.optional().describe('When those evictions were asked for.'),
+    refusals: z
+      .int()
+      .min(0)
+      .optional()
+      .describe('Evictions refused in a row (a PodDisruptionBudget): the retry waits longer each time.'),
+    podsReplaced: z.int().min(0).optional().describe('Once finished: the pods of the revision, all new.'),
+    finishedAt: time.optional().describe('When no pod older than startedAt remained (Argo Rollouts: restartedAt).'),
+    message: z.string().optional().describe('How it ended, when it ended early.'),
+  })
+  .describe('The latest restart: the pods of the active revision replaced, without a new revision.');
+
 export const HandledIntentsSchema = z.strictObject(
   Object.fromEntries(ACTIONS.map((a) => [a, z.string().optional()])) as Record<Action, z.ZodOptional<z.ZodString>>,
 );
@@ -355,6 +393,7 @@ export const AppStatusSchema = z.strictObject({
   pin: PinStatusSchema.optional(),
   pause: z.strictObject(actor).optional().describe('Paused by the pause action, until resume.'),
   progress: ProgressStatusSchema.optional(),
+  restart: RestartStatusSchema.optional(),
   prePromotionAnalysis: AppAnalysisRunSchema.optional(),
   postPromotionAnalysis: AppAnalysisRunSchema.optional(),
   handledIntents: HandledIntentsSchema.optional(),
@@ -425,4 +464,5 @@ export type HistoryEntry = z.output<typeof HistoryEntrySchema>;
 export type PromotionStatus = z.output<typeof PromotionStatusSchema>;
 export type PinStatus = z.output<typeof PinStatusSchema>;
 export type AppAnalysisRun = z.output<typeof AppAnalysisRunSchema>;
+export type RestartStatus = z.output<typeof RestartStatusSchema>;
 export type AnalysisKind = (typeof ANALYSIS_KINDS)[number];

@@ -121,6 +121,14 @@ export const COMMANDS: readonly CommandSpec[] = [
   ]),
   command('resume', 'APP', 'Resume a paused App', ['APP'], {}, ['kubectl teal resume weather']),
   command(
+    'restart',
+    'APP',
+    'Replace the pods of the active revision, a few at a time, without a new revision',
+    ['APP'],
+    {},
+    ['kubectl teal restart weather', 'kubectl teal restart weather && kubectl teal status weather'],
+  ),
+  command(
     'status',
     'APP [--timeout 5m]',
     'Wait until the App is Healthy, Paused or Degraded; the exit code says which',

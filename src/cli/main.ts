@@ -14,7 +14,7 @@ import { CliError, EXIT, UsageError } from './errors.ts';
 
 type Run = (args: string[], flags: Flags) => Promise<number> | number;
 
-const ACTION_COMMANDS: readonly Action[] = ['promote', 'abort', 'retry', 'undo', 'pause', 'resume'];
+const ACTION_COMMANDS: readonly Action[] = ['promote', 'abort', 'retry', 'undo', 'pause', 'resume', 'restart'];
 
 const RUN: Record<string, Run> = {
   list,

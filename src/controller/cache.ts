@@ -12,13 +12,14 @@ import type { ObservedBuildPod, ObservedJob } from '../build/plan.ts';
 import { Informer, type InformerOptions, type KubeObjectLike, type RawObject } from '../kube/informer.ts';
 import { StringPool } from '../kube/intern.ts';
 import { MultiNamespaceInformer, type SharedInformer } from '../kube/multi-namespace-informer.ts';
-import { LABEL_APP } from '../rollout/labels.ts';
+import { LABEL_APP, LABEL_HASH } from '../rollout/labels.ts';
 import {
   type ObservedReplicaSet,
   type ObservedService,
   observeReplicaSet,
   observeService,
 } from '../rollout/observed.ts';
+import { type ObservedPod, observePod } from '../rollout/restart.ts';
 
 export interface Meta {
   name: string;
@@ -102,6 +103,12 @@ function observeTemplate(raw: RawObject): CachedTemplate | undefined {
   };
 }
 
+/** Only what pods share: their names and resourceVersions would only churn the pool. */
+function internPod(pod: ObservedPod | undefined, pool: StringPool): ObservedPod | undefined {
+  if (!pod) return undefined;
+  return { ...pod, namespace: pool.string(pod.namespace), app: pool.string(pod.app), hash: pool.string(pod.hash) };
+}
+
 export const APPS_INDEX = 'app';
 export const JOBS_INDEX = 'job';
 
@@ -111,6 +118,8 @@ export interface Caches {
   services: SharedInformer<Cached<ObservedService>>;
   jobs: SharedInformer<Cached<ObservedJob>>;
   buildPods: SharedInformer<Cached<ObservedBuildPod>>;
+  /** The pods of the Apps' revisions, for a restart (rollout/restart.ts). */
+  appPods: SharedInformer<Cached<ObservedPod>>;
   analysisJobs: SharedInformer<Cached<AnalysisJobRef>>;
   templates: SharedInformer<Cached<CachedTemplate>>;
 }
@@ -161,6 +170,14 @@ export function makeCaches(kubeConfig: KubeConfig, namespaces: readonly string[]
     logger: logger.child({ informer: 'build-pods' }),
   });
   buildPods.addIndex(JOBS_INDEX, (p) => [`${p.value.namespace}/${p.value.job}`]);
+  // Every revision's pods (their ReplicaSets give them both labels; build pods have no hash): a restart
+  // must see each pod's age and readiness, and which are going. Trimmed to that, and pooled.
+  const appPods = informer<Cached<ObservedPod>>('/api/v1', 'pods', {
+    labelSelector: `${LABEL_APP},${LABEL_HASH}`,
+    transform: (raw) => wrap(internPod(observePod(raw), pool)),
+    logger: logger.child({ informer: 'app-pods' }),
+  });
+  appPods.addIndex(APPS_INDEX, (p) => [`${p.value.namespace}/${p.value.app}`]);
   const analysisJobs = informer<Cached<AnalysisJobRef>>('/apis/batch/v1', 'jobs', {
     labelSelector: `${LABEL_APP},${LABEL_ANALYSIS}`,
     transform: (raw) => wrap(observeAnalysisJob(raw)),
@@ -171,5 +188,5 @@ export function makeCaches(kubeConfig: KubeConfig, namespaces: readonly string[]
     transform: (raw) => wrap(observeTemplate(raw)),
     logger: logger.child({ informer: 'analysis-templates' }),
   });
-  return { apps, replicaSets, services, jobs, buildPods, analysisJobs, templates };
+  return { apps, replicaSets, services, jobs, buildPods, appPods, analysisJobs, templates };
 }

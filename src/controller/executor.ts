@@ -61,6 +61,8 @@ export function describe(target: Target, action: ClusterAction): string {
       return `removing the finalizer from App ${ns}/${target.name}`;
     case 'restoreService':
       return `restoring the selector of Service ${ns}/${action.service.name}`;
+    case 'evictPod':
+      return `evicting Pod ${ns}/${action.name}`;
   }
 }
 
@@ -96,6 +98,9 @@ function logWrite(log: Logger, action: ClusterAction): void {
       return;
     case 'restoreService':
       log.info({ service: action.service.name }, 'restoring the selector of an adopted Service');
+      return;
+    case 'evictPod':
+      log.info({ pod: action.name, why: action.why }, 'evicting pod');
       return;
     default:
       log.debug({ action: action.kind }, "updating the App's finalizers");
@@ -160,6 +165,10 @@ export class Executor {
         return;
       case 'restoreService':
         await client.apply(restoredServiceManifest(action.service));
+        return;
+      // Refused by a PodDisruptionBudget: the restart sees the pod still there and asks again (rollout/restart.ts).
+      case 'evictPod':
+        await client.evictPod(namespace, action.name);
         return;
       // Guarded by the resourceVersion the plan was made from: a stale cache gets a 409 and re-plans.
       case 'addFinalizer':

@@ -4,6 +4,7 @@
 import {
   AppsV1Api,
   BatchV1Api,
+  CoreV1Api,
   CustomObjectsApi,
   type KubeConfig,
   type KubernetesObject,
@@ -12,7 +13,7 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { API_VERSION, APP_API, type AppStatus, KIND } from '../app/schema.ts';
-import { ignoreNotFound } from './errors.ts';
+import { apiStatusOf, ignoreNotFound } from './errors.ts';
 
 export const FIELD_MANAGER = 'teal';
 
@@ -21,9 +22,11 @@ export class Writer {
   private readonly apps: AppsV1Api;
   private readonly custom: CustomObjectsApi;
   private readonly batch: BatchV1Api;
+  private readonly evictions: CoreV1Api;
 
   constructor(kc: KubeConfig) {
     this.batch = kc.makeApiClient(BatchV1Api);
+    this.evictions = kc.makeApiClient(CoreV1Api);
     this.objects = KubernetesObjectApi.makeApiClient(kc);
     this.apps = kc.makeApiClient(AppsV1Api);
     this.custom = kc.makeApiClient(CustomObjectsApi);
@@ -48,6 +51,22 @@ export class Writer {
   async deleteJob(namespace: string, name: string): Promise<void> {
     // Background: the Job's pods go with it.
     await ignoreNotFound(this.batch.deleteNamespacedJob({ namespace, name, propagationPolicy: 'Background' }));
+  }
+
+  /**
+   * Evicts a pod, as `kubectl drain` does, so the API server holds it to its
+   * PodDisruptionBudgets. False when one refused (429): no failure, the
+   * restart asks again later. A pod already gone counts as evicted.
+   */
+  async evictPod(namespace: string, name: string): Promise<boolean> {
+    const body = { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace } };
+    try {
+      await ignoreNotFound(this.evictions.createNamespacedPodEviction({ namespace, name, body }));
+      return true;
+    } catch (err) {
+      if (apiStatusOf(err)?.code === 429) return false;
+      throw err;
+    }
   }
 
   /**

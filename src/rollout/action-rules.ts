@@ -1,4 +1,4 @@
-// Whether promote, abort, retry, undo, pause and resume apply to an App, and
+// Whether promote, abort, retry, undo, pause, resume and restart apply to an App, and
 // what each will do: the one home of these rules (DESIGN §3.2). The planner,
 // the HTTP API (its 409s) and the CLI all ask actionVerdict, each over the
 // view of the App it can build. The planner sees everything; the API and the
@@ -67,6 +67,14 @@ export interface ActionView {
   replicaSets: readonly RevisionRef[] | Unknown;
   /** undefined: no checks stand between the revision and promotion (none configured, or passed into stable). */
   checks: ChecksView | undefined | Unknown;
+  /** A restart not yet finished (status.restart without finishedAt). */
+  restarting: RestartingView | undefined;
+}
+
+export interface RestartingView {
+  revision: number;
+  by: string;
+  startedAt: string;
 }
 
 export type RefusalCode =
@@ -88,7 +96,13 @@ export type RefusalCode =
   /** resume of an App paused by spec.paused only. */
   | 'paused-by-spec'
   /** promote before the checks passed, without --skip-checks. */
-  | 'checks-not-passed';
+  | 'checks-not-passed'
+  /** restart with no active revision to restart. */
+  | 'nothing-active'
+  /** restart while a revision is on its way to active, or the active one is not yet stable. */
+  | 'release-in-progress'
+  /** restart while a restart is under way. */
+  | 'already-restarting';
 
 export interface Refused {
   allowed: false;
@@ -154,6 +168,8 @@ export function actionVerdict(action: Action, args: ActionArgs, view: ActionView
       return allow(view.pausedByHand ? { note: 'already-paused' } : {});
     case 'resume':
       return resumeVerdict(view);
+    case 'restart':
+      return restartVerdict(view);
   }
 }
 
@@ -309,6 +325,51 @@ function resumeVerdict(view: ActionView): Verdict {
   return allow(view.specPaused ? { note: 'stays-paused-by-spec' } : {});
 }
 
+/**
+ * restart: the pods of the active revision, replaced in place. Refused while a
+ * release is under way: a revision deployed on its way to active (in preview,
+ * promoting, or returning by undo) or an active revision whose post-promotion
+ * checks still hold the stable one up, since the restart would replace pods
+ * that are about to stop serving, or whose revision may yet be rolled back.
+ * Allowed when paused (a pause holds releases; a restart is none), when a
+ * revision only waits to be deployed, and after an abort (active is stable).
+ */
+function restartVerdict(view: ActionView): Verdict {
+  const { active, inFlight, restarting } = view;
+  if (!active) return refuse('nothing-active', true, 'nothing is active to restart');
+  if (restarting) {
+    return refuse(
+      'already-restarting',
+      false,
+      `revision ${restarting.revision} is being restarted already (since ${restarting.startedAt}, by ${restarting.by})`,
+      { revision: restarting.revision },
+    );
+  }
+  const deployed =
+    inFlight !== UNKNOWN &&
+    inFlight !== undefined &&
+    !sameRevision(view.aborted, inFlight) &&
+    (view.replicaSets === UNKNOWN || view.replicaSets.some((rs) => sameRevision(rs, inFlight)));
+  if (deployed) {
+    return refuse(
+      'release-in-progress',
+      true,
+      `revision ${inFlight.revision} is on its way to active: restart once the release is done (promote, abort or undo it first)`,
+      { revision: active.revision, inFlight: inFlight.revision },
+    );
+  }
+  const post = inFlight === UNKNOWN ? undefined : postChecks(view);
+  if (post) {
+    return refuse(
+      'release-in-progress',
+      true,
+      `revision ${post.revision.revision} is active but not yet stable: its post-promotion checks ${CHECK_STATE[post.phase]}; restart once they pass`,
+      { revision: post.revision.revision },
+    );
+  }
+  return allow({ revision: active.revision });
+}
+
 // ---- the view from an App object (the API's cache, the CLI's GET) ----
 
 const opt = <T extends z.ZodType>(schema: T) => schema.optional().catch(undefined);
@@ -328,6 +389,14 @@ const StatusSchema = z.looseObject({
   prePromotionAnalysis: opt(RunSchema),
   postPromotionAnalysis: opt(RunSchema),
   pause: opt(z.looseObject({})),
+  restart: opt(
+    z.looseObject({
+      revision: z.int().min(1),
+      by: z.string(),
+      startedAt: z.string(),
+      finishedAt: z.string().optional(),
+    }),
+  ),
   history: opt(z.array(z.looseObject({ revision: z.int().min(1) }))),
 });
 type ActionStatus = z.output<typeof StatusSchema>;
@@ -399,11 +468,20 @@ export function viewOfApp(
             inFlight,
           ),
     history: (status.history ?? []).map((h) => h.revision),
+    restarting: restartingView(status.restart),
     replicaSets:
       replicaSets === UNKNOWN
         ? UNKNOWN
         : replicaSets.filter((rs) => !rs.deleting).map((rs) => ({ revision: rs.revision, hash: rs.hash })),
   };
+}
+
+/** A restart under way, as status records it; for the planner and for callers reading status alike. */
+export function restartingView(
+  restart: { revision: number; by: string; startedAt: string; finishedAt?: string | undefined } | undefined,
+): RestartingView | undefined {
+  if (!restart || restart.finishedAt !== undefined) return undefined;
+  return { revision: restart.revision, by: restart.by, startedAt: restart.startedAt };
 }
 
 /** What checksView reads of status: a run's revision, hash, phase and message. */

@@ -1,16 +1,24 @@
-// Carrying out promote, abort, retry, undo, pause and resume. Each intent is
+// Carrying out promote, abort, retry, undo, pause, resume and restart. Each intent is
 // taken once (its id lands in status.handledIntents); whether it applies is
 // decided by actionVerdict (action-rules.ts), over the planner's view of the
 // App, and a refusal becomes a Normal or Warning event. Nothing here touches
 // the cluster.
 import type { Intent } from '../app/intents.ts';
 import { ANALYSIS_FIELD, type App, type AppStatus } from '../app/schema.ts';
-import { type ActionView, actionVerdict, checksView, type Refused, type RevisionRef } from './action-rules.ts';
+import {
+  type ActionView,
+  actionVerdict,
+  checksView,
+  type Refused,
+  type RevisionRef,
+  restartingView,
+} from './action-rules.ts';
 import type { PlannerEvent } from './cluster-actions.ts';
 import { appendHistory, historyEntry } from './history.ts';
 import type { ObservedReplicaSet } from './observed.ts';
 import { EventReason as ER, refusalReason } from './reasons.ts';
 import type { Revision } from './replicaset.ts';
+import { RestartReason, restartStartedAt } from './restart.ts';
 
 export interface ActionContext {
   app: App;
@@ -51,6 +59,7 @@ export function plannerView(ctx: ActionContext): ActionView {
     ),
     aborted: status.abort ? { revision: status.abort.revision, hash: status.abort.podTemplateHash } : undefined,
     history: (status.history ?? []).map((h) => h.revision),
+    restarting: restartingView(status.restart),
     replicaSets: replicaSets.map((rs) => ({ revision: rs.revision, hash: rs.hash })),
   };
 }
@@ -127,7 +136,35 @@ export function applyIntent(ctx: ActionContext, intent: Intent): PlannerEvent {
       }
       return { type: 'Normal', reason: ER.Resumed, message: `resumed by ${who(intent)}` };
     }
+    case 'restart':
+      return restart(ctx, intent);
   }
+}
+
+/**
+ * Starts replacing the active revision's pods: those created before this
+ * second go (restart.ts); the revision, history and Services stay as they are.
+ */
+function restart(ctx: ActionContext, intent: Intent): PlannerEvent {
+  const { status, activeHash } = ctx;
+  const rs = ctx.replicaSets.find((r) => !r.deleting && r.hash === activeHash);
+  if (!rs || !activeHash) {
+    // The rules checked the active revision over this same view: not reached.
+    return refusal(intent, { allowed: false, code: 'nothing-active', conflict: true, reason: 'nothing is active' });
+  }
+  status.restart = {
+    by: intent.by,
+    via: intent.via,
+    at: intent.at,
+    revision: rs.revision,
+    podTemplateHash: rs.hash,
+    startedAt: restartStartedAt(ctx.now),
+  };
+  return {
+    type: 'Normal',
+    reason: RestartReason.RestartRequested,
+    message: `restart of revision ${rs.revision} requested by ${who(intent)}: its pods are replaced a few at a time`,
+  };
 }
 
 /**

@@ -56,11 +56,17 @@ import {
 import { ConditionReason as CR, EventReason as ER } from './reasons.ts';
 import { revisionStatus } from './replicaset.ts';
 import { createReplicaSet, scaleDownLater, sizeTo } from './replicaset-writes.ts';
+import { type ObservedPod, planRestart } from './restart.ts';
 import { specProblems } from './spec-problems.ts';
 
 export type { Plan, PlanInput } from './planner.ts';
 
-export function plan(input: PlanInput): Plan {
+/** The App's pods (of every revision), which only a restart reads; without them a restart waits. */
+export interface RestartObserved {
+  pods?: readonly ObservedPod[];
+}
+
+export function plan(input: PlanInput & RestartObserved): Plan {
   const { app } = input;
   const p: Planner = {
     input,
@@ -81,7 +87,7 @@ export function plan(input: PlanInput): Plan {
   p.runs = analysis.runs;
   condition(p, 'InvalidSpec', 'False', CR.Valid);
   p.status.observedGeneration = p.generation;
-  const { desired } = rollout(p);
+  const { desired } = rollout(p, input.pods);
   Object.assign(
     p.status,
     replicaCounts(input.observed.replicaSets, p.status.active?.podTemplateHash, desired?.hash, app.metadata.name),
@@ -125,15 +131,16 @@ export function planInvalid(status: AppStatus | undefined, generation: number, p
   };
 }
 
-function rollout(p: Planner): Rollout {
+function rollout(p: Planner, pods: readonly ObservedPod[] | undefined): Rollout {
   const r = observeRollout(p);
   settleActiveService(p, r);
   endStalePin(p, r);
   takeIntents(p, r);
   dropStaleMarks(p, r);
   cancelStaleRuns(p, r.desired);
-  const progress = reconcileDesired(p, r);
+  let progress = reconcileDesired(p, r);
   reconcileActiveReplicaSet(p, r);
+  progress = restartPods(p, r, progress, pods);
   previewStatus(p, r, progress);
   progressDeadline(p, r.desired, progress.waiting);
   scaleDownOthers(p, r);
@@ -434,6 +441,40 @@ function reconcileActiveReplicaSet(p: Planner, r: Rollout): void {
   const rs = hash ? r.byHash.get(hash) : undefined;
   if (!rs || touched(p).has(rs.name)) return;
   sizeTo(p, rs, r.replicas, `revision ${rs.revision} is active`);
+}
+
+/**
+ * A restart under way evicts the next pods of the active revision (restart.ts).
+ * With nothing else under way, the restart is the App's news: Progressing, and
+ * how many pods are replaced, from its first eviction until it finishes.
+ */
+function restartPods(p: Planner, r: Rollout, progress: Progress, pods: readonly ObservedPod[] | undefined): Progress {
+  const { restart } = p.status;
+  if (!restart || restart.finishedAt !== undefined || !pods) return progress;
+  // After this reconcile's switch, if any: what serves now.
+  const activeHash = p.status.active?.podTemplateHash ?? r.activeHash;
+  const rs = activeHash ? r.byHash.get(activeHash) : undefined;
+  const planned = planRestart({
+    restart,
+    activeHash,
+    activeRevision: rs?.revision,
+    replicaSet: rs,
+    replicas: r.replicas,
+    maxUnavailable: p.app.spec.strategy.blueGreen.maxUnavailable,
+    pods,
+    now: p.now,
+  });
+  p.status.restart = planned.restart;
+  for (const name of planned.evict) {
+    p.actions.push({ kind: 'evictPod', name, why: `restart of revision ${restart.revision}` });
+  }
+  if (planned.wakeAt !== undefined) p.wakeAt.push(planned.wakeAt);
+  for (const event of planned.events) emit(p, event);
+  const steadyNow = r.desired === undefined || r.desired.hash === activeHash;
+  if (!planned.message || !steadyNow || (progress.phase !== 'Healthy' && progress.phase !== 'Progressing')) {
+    return progress;
+  }
+  return { ...progress, phase: 'Progressing', message: planned.message };
 }
 
 /**

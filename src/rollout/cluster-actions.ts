@@ -18,7 +18,9 @@ export type RolloutAction =
   | { kind: 'patchReplicaSet'; name: string; replicas?: number; scaleDownAt?: string | null }
   | { kind: 'deleteReplicaSet'; name: string }
   | { kind: 'applyService'; role: ServiceRole; manifest: ServiceManifest }
-  | { kind: 'deleteAnalysisJob'; name: string; why: string };
+  | { kind: 'deleteAnalysisJob'; name: string; why: string }
+  /** restart: a pod of the active revision, through the Eviction API (restart.ts); a refusal (429) is no failure. */
+  | { kind: 'evictPod'; name: string; why: string };
 
 /** Build Jobs: what the build planner decides. */
 export type BuildAction =

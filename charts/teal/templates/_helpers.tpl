@@ -43,7 +43,7 @@ app.kubernetes.io/part-of: teal
 # (the admission policy asks the writer for the action verb too).
 - apiGroups: ["teal.dev"]
   resources: ["apps"]
-  verbs: ["get", "list", "watch", "patch", "update", "promote", "abort", "retry", "undo", "pause", "resume"]
+  verbs: ["get", "list", "watch", "patch", "update", "promote", "abort", "retry", "undo", "pause", "resume", "restart"]
 - apiGroups: ["teal.dev"]
   resources: ["apps/status"]
   verbs: ["get", "update", "patch"]
@@ -64,6 +64,10 @@ app.kubernetes.io/part-of: teal
 - apiGroups: [""]
   resources: ["pods/log"]
   verbs: ["get"]
+# restart: the active revision's pods, evicted so their PodDisruptionBudgets hold (never deleted outright).
+- apiGroups: [""]
+  resources: ["pods/eviction"]
+  verbs: ["create"]
 # Git credentials and webhook secrets, read when used; never listed or watched.
 - apiGroups: [""]
   resources: ["secrets"]

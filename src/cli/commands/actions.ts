@@ -1,4 +1,4 @@
-// promote, abort, retry, undo, pause and resume. Each is recorded as an
+// promote, abort, retry, undo, pause, resume and restart. Each is recorded as an
 // intent annotation with a JSON merge patch; the operator carries it out
 // once. The rules the operator applies (actionVerdict) are asked first, over
 // the App's status and ReplicaSets, so a request that the operator would only
@@ -63,6 +63,14 @@ function refusal(app: AppObject, action: Action, refused: Refused): CliError {
       return new CliError(
         `${label(app)} is paused by spec.paused: set it to false (kubectl patch apps.teal.dev ${name} --type merge -p '{"spec":{"paused":false}}')`,
       );
+    case 'nothing-active':
+      return new CliError(`${label(app)} has no active revision to restart (phase ${phase})`);
+    case 'already-restarting':
+      return new CliError(`${label(app)}: ${refused.reason}; "kubectl teal status ${name}" waits for it to finish`);
+    case 'release-in-progress':
+      return new CliError(
+        `${label(app)} cannot be restarted while a release is in progress: ${refused.reason}; see "kubectl teal get ${name}"`,
+      );
   }
 }
 
@@ -123,6 +131,8 @@ function requested(action: Action, allowed: Allowed, flags: Flags): string {
         : allowed.note === 'not-paused'
           ? 'resume requested (it was not paused)'
           : 'resume requested';
+    case 'restart':
+      return `restart${of} requested: its pods are replaced a few at a time`;
   }
 }
 
