@@ -7,14 +7,16 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoordinationV1Api } from '@kubernetes/client-node';
+import { CoordinationV1Api, V1MicroTime } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { GROUP, VERSION } from '../../src/app/schema.ts';
-import { LABEL_ELECTION, shardLeaseName, shardOf } from '../../src/kube/shards.ts';
+import { LABEL_ELECTION, LABEL_LEASE_ROLE, LABEL_SHARDS, shardLeaseName, shardOf } from '../../src/kube/shards.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { type ApiRecorder, startApiRecorder } from '../support/api-recorder.ts';
 import { createApp, getApp, intent, patchSpec, phase, waitForApp } from '../support/apps.ts';
-import { clients, createNamespace, waitFor } from '../support/kube.ts';
+import { CHART, helm } from '../support/helm.ts';
+import { canI, clients, createNamespace, serviceAccountKubeconfig, waitFor } from '../support/kube.ts';
+import { find, operatorContainer, parseManifests } from '../support/manifests.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 
 const SHARDS = 6;
@@ -227,5 +229,71 @@ describe('replicas that split the Apps otherwise', () => {
     });
     expect(taken.size).toBe(4);
     expect(four.op.logs()).not.toContain('lost a shard');
+  });
+});
+
+describe('the chart with sharding.shards', () => {
+  it('grants what sharding needs in the release namespace only: a replica under its token takes its shards and clears a dead member', async () => {
+    const ns = await createNamespace('shards-chart');
+    const apps = await createNamespace('shards-chart-apps');
+    cleanups.push(ns.remove, apps.remove);
+    const values = ['--set', 'sharding.shards=3', '--set', 'replicaCount=1', '--set', `watchNamespaces={${apps.name}}`];
+    const installed = await helm(['install', 'shd', CHART, '--namespace', ns.name, ...values]);
+    expect(installed.stderr).not.toMatch(/error/i);
+    cleanups.push(() => helm(['uninstall', 'shd', '--namespace', ns.name]));
+    const objects = parseManifests((await helm(['get', 'manifest', 'shd', '--namespace', ns.name])).stdout);
+    const [sa] = find(objects, 'ServiceAccount');
+    if (!sa) throw new Error('the chart made no ServiceAccount');
+    const user = `system:serviceaccount:${ns.name}:${sa.metadata.name}`;
+    for (const verb of ['list', 'delete']) {
+      expect(`${verb}: ${await canI(verb, 'leases.coordination.k8s.io', user, ['-n', ns.name])}`).toBe(`${verb}: yes`);
+      expect(`${verb}: ${await canI(verb, 'leases.coordination.k8s.io', user, ['-n', apps.name])}`).toBe(`${verb}: no`);
+    }
+
+    // A member Lease nobody renews: a replica that died without leaving.
+    const election = 'shd-teal';
+    const time = new V1MicroTime();
+    await coordination.createNamespacedLease({
+      namespace: ns.name,
+      body: {
+        metadata: {
+          name: `${election}-member-ghost`,
+          labels: { [LABEL_ELECTION]: election, [LABEL_LEASE_ROLE]: 'member', [LABEL_SHARDS]: '3' },
+        },
+        spec: { holderIdentity: 'ghost', leaseDurationSeconds: 15, acquireTime: time, renewTime: time },
+      },
+    });
+
+    const kubeconfig = await serviceAccountKubeconfig(
+      ns.name,
+      sa.metadata.name,
+      join(tmpdir(), `${ns.name}.kubeconfig`),
+    );
+    const op = await startOperator({
+      namespace: ns.name,
+      kubeconfig,
+      deployed: { args: operatorContainer(objects).args, podNamespace: ns.name },
+    });
+    cleanups.push(() => op.kill());
+    const identity = await waitFor('the replica to join', async () => {
+      return /"identity":"([^"]+)"[^\n]*"msg":"joining the sharded election"/.exec(op.logs())?.[1];
+    });
+    await waitFor('the dead member’s Lease to be deleted', async () => {
+      const left = await coordination
+        .readNamespacedLease({ name: `${election}-member-ghost`, namespace: ns.name })
+        .catch(() => undefined);
+      return left ? undefined : true;
+    });
+    await waitFor('the replica to hold all three shards', async () => {
+      const list = await coordination.listNamespacedLease({
+        namespace: ns.name,
+        labelSelector: `${LABEL_LEASE_ROLE}=shard`,
+      });
+      const mine = list.items.filter((l) => l.spec?.holderIdentity === identity);
+      return mine.length === 3 ? true : undefined;
+    });
+    await createApp(apps.name, e2eApp('sharded', { replicas: 1 }));
+    await waitForApp(apps.name, 'sharded', 'first release', phase('Healthy'));
+    expect(op.logs()).not.toMatch(/forbidden/i);
   });
 });
