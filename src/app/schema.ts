@@ -193,6 +193,80 @@ export const BlueGreenSchema = z.strictObject({
 
 export const StrategySchema = z.strictObject({ blueGreen: BlueGreenSchema.prefault({}) });
 
+// ---- notifications (docs/notifications.md) ----
+
+/** What Teal tells destinations about, by stable id: a destination's triggers name them. */
+export const NOTIFICATION_TRIGGERS = [
+  'build-failed',
+  'preview-ready',
+  'promoted',
+  'aborted',
+  'degraded',
+  'healthy',
+  'undo',
+] as const;
+
+const secretKeyRef = z
+  .strictObject({
+    // Plain patterns: this sits inside a list, where a CEL regex per item would blow the CRD's cost budget.
+    name: z
+      .string()
+      .max(253)
+      .regex(DNS1123_SUBDOMAIN, 'name must be a Secret name: lowercase letters, digits, "-" and "."'),
+    key: z
+      .string()
+      .min(1)
+      .max(253)
+      .regex(/^[-._a-zA-Z0-9]+$/, 'key must be a Secret key: letters, digits, "-", "_" and "."'),
+  })
+  .describe('A key of a Secret in the App namespace.');
+
+const destinationRules: Rule<{ type: string; signingSecretRef?: unknown }>[] = [
+  {
+    cel: "self.type == 'webhook' || !has(self.signingSecretRef)",
+    message: 'signingSecretRef is for type webhook only',
+    path: ['signingSecretRef'],
+    test: (d) => d.type === 'webhook' || d.signingSecretRef === undefined,
+  },
+];
+
+export const NotificationDestinationSchema = withRules(
+  z.strictObject({
+    name: z
+      .string()
+      .min(1)
+      .max(63)
+      .regex(DNS1123_LABEL, 'name must be a DNS-1123 label')
+      .describe('Names the destination in status, metrics and logs (never its URL).'),
+    type: z.enum(['webhook', 'slack']).describe("webhook: Teal's JSON body; slack: an incoming-webhook body."),
+    urlSecretRef: secretKeyRef.describe('The URL to POST to: it may hold a token, so it lives in a Secret.'),
+    signingSecretRef: secretKeyRef
+      .optional()
+      .describe('webhook only: the key of the X-Signature header, sha256=<HMAC-SHA256 of the body, hex>.'),
+    triggers: z
+      .array(z.enum(NOTIFICATION_TRIGGERS))
+      .max(NOTIFICATION_TRIGGERS.length)
+      .optional()
+      .describe('The triggers sent here; default all.'),
+  }),
+  destinationRules,
+);
+
+export const NotificationsSchema = z
+  .array(NotificationDestinationSchema)
+  .max(16)
+  .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] })
+  .superRefine((list, ctx) => {
+    const seen = new Set<string>();
+    for (const [i, d] of list.entries()) {
+      if (seen.has(d.name)) ctx.addIssue({ code: 'custom', message: `duplicate name ${d.name}`, path: [i, 'name'] });
+      seen.add(d.name);
+    }
+  })
+  .describe(
+    'Where Teal sends its notifications. Without any, the namespace default applies: the ConfigMap teal-notifications, key notifications.',
+  );
+
 const specRules: Rule<{ image?: string | undefined; source?: unknown; build?: unknown }>[] = [
   {
     cel: 'has(self.image) ? !has(self.source) && !has(self.build) : has(self.source)',
@@ -219,6 +293,7 @@ export const AppSpecSchema = withRules(
     revisionHistoryLimit: z.int().min(0).max(100).default(5),
     progressDeadlineSeconds: z.int().min(1).default(600),
     paused: z.boolean().default(false),
+    notifications: NotificationsSchema.optional(),
   }),
   specRules,
 );
@@ -235,6 +310,7 @@ export const CONDITION_TYPES = [
   'InvalidSpec',
   'ProgressDeadlineExceeded',
   'AnalysisPassed',
+  'NotificationsDelivered',
   'Ready',
 ] as const;
 
@@ -316,6 +392,45 @@ export const RestartStatusSchema = z
   })
   .describe('The latest restart: the pods of the active revision replaced, without a new revision.');
 
+/** A notification written with the transition it tells of, until it is delivered or fails for good. */
+export const PendingNotificationSchema = z.strictObject({
+  id: z.string().max(64).describe('The delivery id: the same on every attempt, restart and handover.'),
+  trigger: z.enum(NOTIFICATION_TRIGGERS),
+  destination: z.string().max(63),
+  at: time.describe('When the transition was written.'),
+  revision: z.int().min(1).optional(),
+  image: z.string().optional(),
+  phase: z.string().optional(),
+  message: z.string().max(512).optional(),
+  by: z.string().optional(),
+  via: z.string().optional(),
+});
+
+const notificationOutcome = z.strictObject({
+  id: z.string().max(64),
+  trigger: z.enum(NOTIFICATION_TRIGGERS),
+  destination: z.string().max(63),
+  at: time,
+  message: z.string().max(512).optional(),
+});
+
+export const NotificationsStatusSchema = z
+  .strictObject({
+    pending: z
+      .array(PendingNotificationSchema)
+      .max(20)
+      .optional()
+      .describe('The outbox: written with the transition, removed once delivered; the oldest go past 20.'),
+    dropped: z.int().min(0).optional().describe('Pending notifications dropped, oldest first, past the limit.'),
+    lastDelivered: notificationOutcome.optional(),
+    lastFailure: notificationOutcome.optional().describe('The latest notification that failed for good.'),
+    awaitingHealthy: z
+      .strictObject({ trigger: z.enum(NOTIFICATION_TRIGGERS), revision: z.int().min(1).optional() })
+      .optional()
+      .describe('The degraded, promoted or undo that a later Healthy answers with the healthy trigger.'),
+  })
+  .describe('Notifications to send, and how the last ones went (docs/notifications.md).');
+
 export const HandledIntentsSchema = z.strictObject(
   Object.fromEntries(ACTIONS.map((a) => [a, z.string().optional()])) as Record<Action, z.ZodOptional<z.ZodString>>,
 );
@@ -394,6 +509,7 @@ export const AppStatusSchema = z.strictObject({
   pause: z.strictObject(actor).optional().describe('Paused by the pause action, until resume.'),
   progress: ProgressStatusSchema.optional(),
   restart: RestartStatusSchema.optional(),
+  notifications: NotificationsStatusSchema.optional(),
   prePromotionAnalysis: AppAnalysisRunSchema.optional(),
   postPromotionAnalysis: AppAnalysisRunSchema.optional(),
   handledIntents: HandledIntentsSchema.optional(),
@@ -465,4 +581,8 @@ export type PromotionStatus = z.output<typeof PromotionStatusSchema>;
 export type PinStatus = z.output<typeof PinStatusSchema>;
 export type AppAnalysisRun = z.output<typeof AppAnalysisRunSchema>;
 export type RestartStatus = z.output<typeof RestartStatusSchema>;
+export type NotificationTrigger = (typeof NOTIFICATION_TRIGGERS)[number];
+export type NotificationDestination = z.output<typeof NotificationDestinationSchema>;
+export type PendingNotification = z.output<typeof PendingNotificationSchema>;
+export type NotificationsStatus = z.output<typeof NotificationsStatusSchema>;
 export type AnalysisKind = (typeof ANALYSIS_KINDS)[number];
