@@ -184,6 +184,15 @@ const STATES = {
     active: 2,
     deleting: true,
   },
+  restarting: {
+    status: {
+      ...settled('Progressing'),
+      restart: { ...actor, revision: 2, podTemplateHash: hash(2), startedAt: T0, evicting: ['web-hash2-x'] },
+    },
+    replicaSets: [replicaSet(1, 0), replicaSet(2, 2)],
+    desired: 2,
+    active: 2,
+  },
 } satisfies Record<string, State>;
 type StateName = keyof typeof STATES;
 
@@ -202,6 +211,7 @@ const CASES = {
   'undo --to-revision 1 --preview': ['undo', { toRevision: 1, preview: true }],
   pause: ['pause', {}],
   resume: ['resume', {}],
+  restart: ['restart', {}],
 } satisfies Record<string, [Action, ActionArgs]>;
 type CaseName = keyof typeof CASES;
 
@@ -213,21 +223,22 @@ type CaseName = keyof typeof CASES;
  */
 // biome-ignore format: a table
 const TABLE: Record<CaseName, Record<StateName, string>> = {
-  //                                 no active yet            Healthy                  Building                 Progressing preview      Paused for promotion     promoting                Aborted                  paused by hand           spec.paused              spec.paused, 3 waits     deleting
-  promote:                         r('ok 1',                 'no nothing-in-flight',  'no nothing-in-flight',  'ok 2',                  'ok 2',                  'ok 2',                  'NO aborted',            'no nothing-in-flight',  'no nothing-in-flight',  'ok 3',                  'NO deleting'),
-  'promote --revision 2':          r('NO not-in-preview',    'no nothing-in-flight',  'no nothing-in-flight',  'ok 2',                  'ok 2',                  'ok 2',                  'NO aborted',            'no nothing-in-flight',  'no nothing-in-flight',  'NO not-in-preview',     'NO deleting'),
-  'promote --revision 9':          r('NO not-in-preview',    'no nothing-in-flight',  'no nothing-in-flight',  'NO not-in-preview',     'NO not-in-preview',     'NO not-in-preview',     'NO not-in-preview',     'no nothing-in-flight',  'no nothing-in-flight',  'NO not-in-preview',     'NO deleting'),
-  'promote --full':                r('ok 1',                 'no nothing-in-flight',  'no nothing-in-flight',  'ok 2',                  'ok 2',                  'ok 2',                  'NO aborted',            'no nothing-in-flight',  'no nothing-in-flight',  'ok 3',                  'NO deleting'),
-  abort:                           r('ok 1',                 'no nothing-in-flight',  'no nothing-in-flight',  'ok 2',                  'ok 2',                  'ok 2',                  'no already-aborted',    'no nothing-in-flight',  'no nothing-in-flight',  'ok 3',                  'NO deleting'),
-  retry:                           r('no nothing-aborted',   'no nothing-aborted',    'no nothing-aborted',    'no nothing-aborted',    'no nothing-aborted',    'no nothing-aborted',    'ok 2',                  'no nothing-aborted',    'no nothing-aborted',    'no nothing-aborted',    'NO deleting'),
-  undo:                            r('NO no-earlier-revision','ok 1',                 'ok 1',                  'back 1',                'back 1',                'back 1',                'back 1',                'ok 1',                  'ok 1',                  'back 2',                'NO deleting'),
-  'undo --preview':                r('NO no-earlier-revision','ok 1',                 'ok 1',                  'back 1',                'back 1',                'back 1',                'back 1',                'ok 1',                  'ok 1',                  'back 2',                'NO deleting'),
-  'undo --to-revision 1':          r('ok 1',                 'ok 1',                  'ok 1',                  'back 1',                'back 1',                'back 1',                'back 1',                'ok 1',                  'ok 1',                  'ok 1',                  'NO deleting'),
-  'undo --to-revision 2':          r('NO no-replicaset',     'no already-active',     'no already-active',     'ok 2',                  'ok 2',                  'ok 2',                  'ok 2',                  'no already-active',     'no already-active',     'back 2',                'NO deleting'),
-  'undo --to-revision 9':          r('NO no-replicaset',     'NO no-replicaset',      'NO no-replicaset',      'NO no-replicaset',      'NO no-replicaset',      'NO no-replicaset',      'NO no-replicaset',      'NO no-replicaset',      'NO no-replicaset',      'NO no-replicaset',      'NO deleting'),
-  'undo --to-revision 1 --preview':r('ok 1',                 'ok 1',                  'ok 1',                  'back 1',                'back 1',                'back 1',                'back 1',                'ok 1',                  'ok 1',                  'ok 1',                  'NO deleting'),
-  pause:                           r('ok',                   'ok',                    'ok',                    'ok',                    'ok',                    'ok',                    'ok',                    'ok already-paused',     'ok',                    'ok',                    'NO deleting'),
-  resume:                          r('ok not-paused',        'ok not-paused',         'ok not-paused',         'ok not-paused',         'ok not-paused',         'ok not-paused',         'ok not-paused',         'ok',                    'NO paused-by-spec',     'NO paused-by-spec',     'NO deleting'),
+  //                                 no active yet            Healthy                  Building                 Progressing preview      Paused for promotion     promoting                Aborted                  paused by hand           spec.paused              spec.paused, 3 waits     deleting                 restarting
+  promote:                         r('ok 1',                 'no nothing-in-flight',  'no nothing-in-flight',  'ok 2',                  'ok 2',                  'ok 2',                  'NO aborted',            'no nothing-in-flight',  'no nothing-in-flight',  'ok 3',                  'NO deleting', 'no nothing-in-flight'),
+  'promote --revision 2':          r('NO not-in-preview',    'no nothing-in-flight',  'no nothing-in-flight',  'ok 2',                  'ok 2',                  'ok 2',                  'NO aborted',            'no nothing-in-flight',  'no nothing-in-flight',  'NO not-in-preview',     'NO deleting', 'no nothing-in-flight'),
+  'promote --revision 9':          r('NO not-in-preview',    'no nothing-in-flight',  'no nothing-in-flight',  'NO not-in-preview',     'NO not-in-preview',     'NO not-in-preview',     'NO not-in-preview',     'no nothing-in-flight',  'no nothing-in-flight',  'NO not-in-preview',     'NO deleting', 'no nothing-in-flight'),
+  'promote --full':                r('ok 1',                 'no nothing-in-flight',  'no nothing-in-flight',  'ok 2',                  'ok 2',                  'ok 2',                  'NO aborted',            'no nothing-in-flight',  'no nothing-in-flight',  'ok 3',                  'NO deleting', 'no nothing-in-flight'),
+  abort:                           r('ok 1',                 'no nothing-in-flight',  'no nothing-in-flight',  'ok 2',                  'ok 2',                  'ok 2',                  'no already-aborted',    'no nothing-in-flight',  'no nothing-in-flight',  'ok 3',                  'NO deleting', 'no nothing-in-flight'),
+  retry:                           r('no nothing-aborted',   'no nothing-aborted',    'no nothing-aborted',    'no nothing-aborted',    'no nothing-aborted',    'no nothing-aborted',    'ok 2',                  'no nothing-aborted',    'no nothing-aborted',    'no nothing-aborted',    'NO deleting', 'no nothing-aborted'),
+  undo:                            r('NO no-earlier-revision','ok 1',                 'ok 1',                  'back 1',                'back 1',                'back 1',                'back 1',                'ok 1',                  'ok 1',                  'back 2',                'NO deleting', 'ok 1'),
+  'undo --preview':                r('NO no-earlier-revision','ok 1',                 'ok 1',                  'back 1',                'back 1',                'back 1',                'back 1',                'ok 1',                  'ok 1',                  'back 2',                'NO deleting', 'ok 1'),
+  'undo --to-revision 1':          r('ok 1',                 'ok 1',                  'ok 1',                  'back 1',                'back 1',                'back 1',                'back 1',                'ok 1',                  'ok 1',                  'ok 1',                  'NO deleting', 'ok 1'),
+  'undo --to-revision 2':          r('NO no-replicaset',     'no already-active',     'no already-active',     'ok 2',                  'ok 2',                  'ok 2',                  'ok 2',                  'no already-active',     'no already-active',     'back 2',                'NO deleting', 'no already-active'),
+  'undo --to-revision 9':          r('NO no-replicaset',     'NO no-replicaset',      'NO no-replicaset',      'NO no-replicaset',      'NO no-replicaset',      'NO no-replicaset',      'NO no-replicaset',      'NO no-replicaset',      'NO no-replicaset',      'NO no-replicaset',      'NO deleting', 'NO no-replicaset'),
+  'undo --to-revision 1 --preview':r('ok 1',                 'ok 1',                  'ok 1',                  'back 1',                'back 1',                'back 1',                'back 1',                'ok 1',                  'ok 1',                  'ok 1',                  'NO deleting', 'ok 1'),
+  pause:                           r('ok',                   'ok',                    'ok',                    'ok',                    'ok',                    'ok',                    'ok',                    'ok already-paused',     'ok',                    'ok',                    'NO deleting', 'ok'),
+  resume:                          r('ok not-paused',        'ok not-paused',         'ok not-paused',         'ok not-paused',         'ok not-paused',         'ok not-paused',         'ok not-paused',         'ok',                    'NO paused-by-spec',     'NO paused-by-spec',     'NO deleting', 'ok not-paused'),
+  restart:                         r('NO nothing-active',    'ok 2',                  'ok 2',                  'NO release-in-progress','NO release-in-progress','NO release-in-progress','ok 1',                  'ok 2',                  'ok 2',                  'ok 2',                  'NO deleting',           'no already-restarting'),
 };
 
 function r(...cells: string[]): Record<StateName, string> {
