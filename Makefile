@@ -46,9 +46,13 @@ test: deps binaries build-tools lint ## Run the whole test suite on a local cont
 test-loaded: ## The whole suite while stress-ng keeps every core busy, as on a loaded CI runner
 	bash scripts/test-loaded.sh
 
+# make bench APPS=100,1000: the sizes to run (1000 by default; 10000 by hand). docs/benchmark.md.
+APPS ?=
+
 .PHONY: bench
-bench: deps binaries ## Measure promote-to-switch latency and operator memory (bench/)
-	npm run -s bench
+bench: deps binaries ## Teal and Argo Rollouts side by side (bench/): converge, memory, API requests, cold start, promote latency
+	bash test/cluster/build-argo.sh >/dev/null
+	npm run -s bench -- $(if $(APPS),--apps $(APPS))
 
 # make dev REAL_BUILDS=1: the weather app built for real (BuildKit rootless, a local registry; root only).
 REAL_BUILDS ?=

@@ -10,7 +10,7 @@ export interface AuditEvent {
   userAgent?: string;
   requestReceivedTimestamp?: string;
   impersonatedUser?: { username?: string };
-  objectRef?: { resource?: string; subresource?: string; namespace?: string };
+  objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string };
 }
 
 /** Request counts keyed by "verb resource" (resource/subresource when there is one). */
@@ -75,6 +75,20 @@ export const DRIVER_USER = 'teal-bench-driver';
 
 export function isDriver(e: AuditEvent): boolean {
   return e.impersonatedUser?.username === DRIVER_USER;
+}
+
+/**
+ * Teal's requests: @kubernetes/client-node names itself on most of them, and
+ * its watches go out as plain undici fetches. The bench uses the same client,
+ * but impersonates a user of its own.
+ */
+export function isTealRequest(e: AuditEvent): boolean {
+  return /^(kubernetes-client-javascript|undici|node)\b/.test(e.userAgent ?? '') && !isDriver(e);
+}
+
+/** Argo's requests: client-go's default user agent, named after the binary. */
+export function isArgoRequest(e: AuditEvent): boolean {
+  return (e.userAgent ?? '').startsWith('rollouts-controller/');
 }
 
 export function addEvent(counts: Counts, e: AuditEvent): void {

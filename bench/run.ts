@@ -3,7 +3,8 @@
 // plane with the API server's audit log on; for each size, Teal then Argo,
 // each in its own namespace and never both at once.
 //
-//   node bench/run.ts [--apps 100,1000] [--promotions 50] [--idle 60] [--only teal|argo] [--teal-source]
+//   node bench/run.ts [--apps 100,1000] [--promotions 50] [--idle 60] [--quiet 10] [--promote-after 1000]
+//                     [--only teal|argo] [--teal-source]
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,6 +29,7 @@ const { values } = parseArgs({
     promotions: { type: 'string', default: '50' },
     idle: { type: 'string', default: '60' },
     quiet: { type: 'string', default: '10' },
+    'promote-after': { type: 'string', default: '1000' },
     only: { type: 'string' },
     'teal-source': { type: 'boolean', default: false },
   },
@@ -133,6 +135,7 @@ async function runAll(cluster: Cluster, argoBuild: { home: string; version: stri
       idleSeconds: Number(values.idle),
       quietMs: Number(values.quiet) * 1000,
       createConcurrency: 8,
+      promoteAfterMs: Number(values['promote-after']),
       log,
     };
     for (const id of controllers) {

@@ -63,6 +63,8 @@ export interface ScenarioOptions {
   quietMs: number;
   /** How many creates the bench keeps in flight. */
   createConcurrency: number;
+  /** How long an App must stay paused on its preview, unchanged, before the bench promotes it. */
+  promoteAfterMs: number;
   log: (line: string) => void;
 }
 
@@ -80,6 +82,8 @@ interface Context {
   objects: Tracker<Workload>;
   services: Tracker<ServiceObject>;
   converged: Set<string>;
+  /** When the bench last saw each object change. */
+  changedAt: Map<string, number>;
   /** Per active Service, its selected hash and when the bench saw it change to that. */
   switches: Map<string, { hash: string | undefined; at: number }>;
 }
@@ -129,8 +133,10 @@ async function track(subject: Subject, kc: KubeConfig, clients: Clients, audit: 
   const ns = subject.namespace;
   await clients.core.createNamespace({ body: { metadata: { name: ns } } });
   const converged = new Set<string>();
+  const changedAt = new Map<string, number>();
   const switches = new Map<string, { hash: string | undefined; at: number }>();
-  const objects = new Tracker<Workload>(kc, subject.objectsPath, subject.list, undefined, (obj) => {
+  const objects = new Tracker<Workload>(kc, subject.objectsPath, subject.list, undefined, (obj, at) => {
+    changedAt.set(obj.metadata?.name ?? '', at);
     if (subject.converged(obj)) converged.add(obj.metadata?.name ?? '');
   });
   const services = new Tracker<ServiceObject>(
@@ -146,7 +152,7 @@ async function track(subject: Subject, kc: KubeConfig, clients: Clients, audit: 
   );
   await objects.start();
   await services.start();
-  return { subject, audit, opts, objects, services, converged, switches } satisfies Context;
+  return { subject, audit, opts, objects, services, converged, changedAt, switches } satisfies Context;
 }
 
 /** The moment (performance.now()) it first answered ready, polled from since; undefined if never. */
@@ -162,10 +168,12 @@ export const appName = (i: number) => `app-${String(i).padStart(5, '0')}`;
 
 async function convergeApps(ctx: Context, running: Running): Promise<RunResult['converge']> {
   const { subject, opts, audit } = ctx;
+  const names = Array.from({ length: opts.apps }, (_, i) => appName(i));
+  const { prepare } = subject;
+  if (prepare) await inPool(names, opts.createConcurrency, (name) => prepare(name));
   const from = audit.mark();
   const cpu0 = cpuSeconds(running.pid);
   const t0 = performance.now();
-  const names = Array.from({ length: opts.apps }, (_, i) => appName(i));
   await inPool(names, opts.createConcurrency, (name) => subject.create(name));
   opts.log(`${subject.id} ${opts.apps}: created in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   // Checked on every event: resolves on the one that converges the last App.
@@ -314,18 +322,36 @@ async function promoteLoop(ctx: Context): Promise<RunResult['promote']> {
 }
 
 /**
+ * Paused on its preview, and unchanged for promoteAfterMs: promoted as a
+ * person or a pipeline would, after seeing it paused, not within a
+ * millisecond of the controller's own last status write (see
+ * docs/benchmark.md on Argo's stalls).
+ */
+async function pausedAndSettled(ctx: Context, name: string): Promise<boolean> {
+  const { subject, objects, changedAt, opts } = ctx;
+  const deadline = performance.now() + PREVIEW_BOUND_MS;
+  const paused = () => {
+    const obj = objects.objects.get(name);
+    return obj !== undefined && subject.pausedOnPreview(obj);
+  };
+  while (performance.now() < deadline) {
+    if (!(await objects.until(paused, deadline - performance.now()))) return false;
+    const quietFor = performance.now() - (changedAt.get(name) ?? 0);
+    if (quietFor >= opts.promoteAfterMs && paused()) return true;
+    await sleep(Math.max(10, opts.promoteAfterMs - quietFor));
+  }
+  return false;
+}
+
+/**
  * New image, paused on its preview, promoted: the milliseconds from the
  * promote request acknowledged to the active Service switched, as the
  * bench's watch saw it.
  */
 async function promoteOne(ctx: Context, name: string): Promise<number | 'no-preview' | 'never'> {
-  const { subject, objects, switches } = ctx;
+  const { subject, switches } = ctx;
   await subject.setImage(name, `${IMAGE}:2`);
-  const paused = await objects.until(() => {
-    const obj = objects.objects.get(name);
-    return obj !== undefined && subject.pausedOnPreview(obj);
-  }, PREVIEW_BOUND_MS);
-  if (!paused) return 'no-preview';
+  if (!(await pausedAndSettled(ctx, name))) return 'no-preview';
   const old = switches.get(name)?.hash;
   await subject.promote(name);
   const acked = performance.now();

@@ -20,7 +20,7 @@ import { intentAnnotation } from '../src/app/intents.ts';
 import { GROUP, PLURAL, VERSION } from '../src/app/schema.ts';
 import { LABEL_HASH } from '../src/rollout/labels.ts';
 import { freePort } from '../test/support/ports.ts';
-import type { AuditEvent } from './audit.ts';
+import { type AuditEvent, isArgoRequest, isTealRequest } from './audit.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 export const IMAGE = 'registry.example.com/bench/web';
@@ -70,6 +70,8 @@ export interface Subject {
   /** Whether the request is this controller's, by its user agent. */
   own(e: AuditEvent): boolean;
   install(): Promise<void>;
+  /** What a user writes beside the App before it, untimed: Argo's two Services. */
+  prepare?(name: string): Promise<void>;
   create(name: string): Promise<void>;
   objectsPath: string;
   list(): Promise<KubernetesListObject<Workload>>;
@@ -139,14 +141,16 @@ export interface TealOptions extends SubjectOptions {
 
 export function tealEntry(source: boolean): { path: string; how: string } {
   const bundle = join(root, 'dist/teal.js');
-  if (!source && existsSync(bundle)) return { path: bundle, how: 'bundle dist/teal.js' };
+  if (!source && existsSync(bundle)) {
+    // The bundle is built apart (npm run bundle) and may be older than the source: say when.
+    const built = statSync(bundle).mtime.toISOString().slice(0, 16).replace('T', ' ');
+    return { path: bundle, how: `bundle dist/teal.js, built ${built} UTC` };
+  }
   return {
     path: join(root, 'src/main.ts'),
     how: source ? 'source src/main.ts' : 'source src/main.ts: no dist/teal.js',
   };
 }
-
-const TEAL_AGENT = /^(kubernetes-client-javascript|undici|node)\b/;
 
 export function teal(opts: TealOptions, namespace: string): Subject {
   const { clients, kubeconfig, logDir } = opts;
@@ -156,9 +160,7 @@ export function teal(opts: TealOptions, namespace: string): Subject {
     id: 'teal',
     title: `Teal (${entry.how})`,
     namespace,
-    // @kubernetes/client-node names itself on most requests; its watches go out as plain undici fetches.
-    // The bench uses the same client, but impersonates a user of its own (run.ts).
-    own: (e) => TEAL_AGENT.test(e.userAgent ?? '') && e.impersonatedUser === undefined,
+    own: isTealRequest,
     install: async () => {
       for (const crd of ['teal.dev_apps.yaml', 'teal.dev_analysistemplates.yaml']) {
         await opts.apply(readFileSync(join(root, 'config/crd', crd), 'utf8'));
@@ -281,17 +283,20 @@ export function argo(opts: ArgoOptions, namespace: string): Subject {
     id: 'argo',
     title: `Argo Rollouts ${opts.version} (built from Go modules)`,
     namespace,
-    own: (e) => (e.userAgent ?? '').startsWith('rollouts-controller/'),
+    own: isArgoRequest,
     install: async () => {
       // All of them: the controller's informers watch each kind, and wait for them to sync.
       for (const kind of ['rollout', 'analysis-run', 'analysis-template', 'cluster-analysis-template', 'experiment']) {
         await opts.apply(readFileSync(join(home, 'crds', `${kind}-crd.yaml`), 'utf8'));
       }
     },
-    // The Services first, as a user of Argo writes them: the Rollout names them and needs them.
-    create: async (name) => {
+    // A user of Argo writes the Services the Rollout names; Teal writes its own. Created before
+    // the clock starts, so that converging times the controller, not the bench's creates.
+    prepare: async (name) => {
       await clients.core.createNamespacedService({ namespace, body: service(name, 'active') });
       await clients.core.createNamespacedService({ namespace, body: service(name, 'preview') });
+    },
+    create: async (name) => {
       await clients.custom.createNamespacedCustomObject({
         ...api,
         body: {
