@@ -354,7 +354,7 @@ function restartVerdict(view: ActionView): Verdict {
     return refuse(
       'release-in-progress',
       true,
-      `revision ${inFlight.revision} is on its way to active: restart once the release is done (promote, abort or undo it first)`,
+      `revision ${inFlight.revision} is on its way to active; restart once the release is done (promote, abort or undo it first)`,
       { revision: active.revision, inFlight: inFlight.revision },
     );
   }
