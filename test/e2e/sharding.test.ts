@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { CoordinationV1Api, V1MicroTime } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { GROUP, VERSION } from '../../src/app/schema.ts';
+import { LeaderElector } from '../../src/kube/leader-election.ts';
 import { LABEL_ELECTION, LABEL_LEASE_ROLE, LABEL_SHARDS, shardLeaseName, shardOf } from '../../src/kube/shards.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { type ApiRecorder, startApiRecorder } from '../support/api-recorder.ts';
@@ -295,5 +296,43 @@ describe('the chart with sharding.shards', () => {
     await createApp(apps.name, e2eApp('sharded', { replicas: 1 }));
     await waitForApp(apps.name, 'sharded', 'first release', phase('Healthy'));
     expect(op.logs()).not.toMatch(/forbidden/i);
+  });
+});
+
+describe('a shard’s elector handed what the election saw', () => {
+  it('takes a Lease not renewed for longer than its duration at once, not a duration after its own first read', async () => {
+    const ns = await createNamespace('shards-seen');
+    cleanups.push(ns.remove);
+    const time = new V1MicroTime();
+    // Ten minutes: an elector that judged expiry from its own first read would wait that long.
+    const dead = await coordination.createNamespacedLease({
+      namespace: ns.name,
+      body: {
+        metadata: { name: 'seen' },
+        spec: {
+          holderIdentity: 'dead',
+          leaseDurationSeconds: 600,
+          acquireTime: time,
+          renewTime: time,
+          leaseTransitions: 0,
+        },
+      },
+    });
+    const elector = new LeaderElector({
+      kubeConfig: clients().kc,
+      namespace: ns.name,
+      name: 'seen',
+      identity: 'heir',
+      onStartedLeading: () => {},
+      onStoppedLeading: () => {},
+      // Seen unchanged for longer than its duration, as the election's list would have.
+      seen: { lease: dead, at: performance.now() - 601_000 },
+    });
+    cleanups.push(() => elector.stop());
+    await elector.start();
+    await waitFor('the elector to lead', async () => (elector.isLeader() ? true : undefined));
+    const taken = await coordination.readNamespacedLease({ name: 'seen', namespace: ns.name });
+    expect(taken.spec?.holderIdentity).toBe('heir');
+    expect(taken.spec?.leaseTransitions).toBe(1);
   });
 });
