@@ -105,7 +105,7 @@ export async function runScenario(
     await sleep(5_000);
     const empty = { rss: figure(memory(running.pid).rss), heap: figure(await running.heap()) };
     const converge = await convergeApps(ctx, running);
-    await untilQuiet(ctx, running, performance.now());
+    await untilQuiet(ctx, running, performance.now(), audit.mark());
     const idle = await idleFor(ctx, running);
     await running.stop();
     const cold = await coldStart(ctx);
@@ -214,16 +214,18 @@ const isOwnWrite = (ctx: Context, e: AuditEvent) => counted(e) && ctx.subject.ow
 
 /**
  * Waits until the controller has written nothing for quietMs, after it is
- * ready; returns the epoch ms of its last write (or undefined: none since
- * sinceEpoch) and whether it went quiet within the bound.
+ * ready; returns the epoch ms of its last write since the audit log's
+ * position from (undefined: none), and whether it went quiet within the
+ * bound, counted from since (performance.now()).
  */
 async function untilQuiet(
   ctx: Context,
   running: Running,
   since: number,
+  from: number,
 ): Promise<{ lastWrite: number | undefined; quiet: boolean; writes: number }> {
   const sinceEpoch = Date.now() - (performance.now() - since);
-  let pos = ctx.audit.mark();
+  let pos = from;
   let lastWrite: number | undefined;
   let writes = 0;
   let quietFrom = Date.now();
@@ -272,7 +274,7 @@ async function coldStart(ctx: Context): Promise<{ result: RunResult['cold']; run
   const startEpoch = Date.now();
   const running = await subject.start();
   const readyAt = await waitReady(running, t0);
-  const quiet = await untilQuiet(ctx, running, t0);
+  const quiet = await untilQuiet(ctx, running, t0, from);
   const readyMs = readyAt === undefined ? undefined : readyAt - t0;
   const lastWriteMs = quiet.lastWrite === undefined ? 0 : quiet.lastWrite - startEpoch;
   const seconds = quiet.quiet ? Math.max(readyMs ?? 0, lastWriteMs) / 1000 : STEADY_BOUND_MS / 1000;

@@ -25,6 +25,12 @@ function heap(r: RunResult, f: Figure): string {
   return withLoad(f.value === undefined ? '–' : `${num(f.value / MiB, 1)} MiB ${what}`, f.load);
 }
 
+function heapPerApp(r: RunResult): string {
+  const [idle, empty] = [r.idle.heap.value, r.empty.heap.value];
+  if (idle === undefined || empty === undefined) return '–';
+  return withLoad(`${num((idle - empty) / r.apps / 1024, 1)} KiB`, r.idle.heap.load);
+}
+
 function converge(r: RunResult): string {
   const { seconds, converged } = r.converge;
   const done = converged < r.apps ? `${num(converged)} of ${num(r.apps)} in ` : '';
@@ -58,6 +64,7 @@ const ROWS: [string, (r: RunResult) => string][] = [
   ['RSS idle, N Apps', (r) => mib(r.idle.rss)],
   ['heap empty', (r) => heap(r, r.empty.heap)],
   ['heap idle, N Apps', (r) => heap(r, r.idle.heap)],
+  ['heap per App ((idle − empty) / N)', heapPerApp],
   ['requests per App while converging', (r) => withLoad(verbs(r.converge.requests, r.apps), r.converge.seconds.load)],
   [
     'idle requests per minute',
