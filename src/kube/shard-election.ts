@@ -174,7 +174,10 @@ export class ShardElection {
       this.o.logger.warn({ shards: this.o.shards }, `${waiting}: acquiring no shard until they are gone`);
     }
     this.waitingFor = waiting;
-    if (waiting !== '') moves.acquire = [];
+    if (waiting !== '') {
+      moves.acquire = [];
+      moves.abandon = [...this.slots.values()].filter((s) => s.state === 'candidate').map((s) => s.shard);
+    }
     this.act(moves);
   }
 
@@ -203,7 +206,10 @@ export class ShardElection {
     for (let shard = 0; shard < this.o.shards; shard++) {
       const seen = this.seen.get(shardLeaseName(this.o.electionId, shard));
       const holder = seen?.lease.spec?.holderIdentity ?? '';
-      if (!seen || holder === '' || (holder !== this.o.identity && !this.valid(seen, at))) free.push(shard);
+      const state = this.slots.get(shard)?.state;
+      if (state === 'handingBack' || state === 'releasing') continue;
+      // Held by this replica: its own slot (leading, candidate), or a release that failed: its to take again.
+      if (!seen || holder === '' || holder === this.o.identity || !this.valid(seen, at)) free.push(shard);
     }
     return {
       shards: this.o.shards,
