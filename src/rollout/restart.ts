@@ -150,7 +150,7 @@ export function planRestart(input: RestartInput): RestartPlan {
     evict,
     ...(wakeAt !== undefined ? { wakeAt } : {}),
     events: evictions.blocked ? [blockedEvent(restart, evictions.refused)] : [],
-    message: progressMessage(restart, pods.length - old.length, pods.length, evictions.refused),
+    message: progressMessage(input, pods.length - old.length, old.filter((p) => !p.deleting).length, evictions.refused),
   };
 }
 
@@ -254,7 +254,9 @@ function blockedEvent(restart: RestartStatus, refused: readonly string[]): Plann
   };
 }
 
-function progressMessage(restart: RestartStatus, replaced: number, total: number, refused: readonly string[]): string {
+/** Replaced out of the pods there are to be: a pod terminating counts by its replacement alone. */
+function progressMessage(input: RestartInput, replaced: number, left: number, refused: readonly string[]): string {
   const blocked = refused.length > 0 ? '; an eviction was refused (a PodDisruptionBudget), retrying' : '';
-  return `restarting revision ${restart.revision}: ${replaced}/${total} pods replaced${blocked}`;
+  const total = Math.max(input.replicas, replaced + left);
+  return `restarting revision ${input.restart.revision}: ${replaced}/${total} pods replaced${blocked}`;
 }

@@ -159,6 +159,8 @@ describe('planRestart', () => {
     expect(waiting.evict).toEqual([]);
     expect(waiting.restart.evicting).toBeUndefined();
     expect(waiting.wakeAt).toBeUndefined();
+    // The terminating pod counts by its replacement alone.
+    expect(waiting.message).toBe('restarting revision 2: 1/3 pods replaced');
     const ready = planRestart(
       input({ restart: waiting.restart, pods: [pod('b'), pod('c'), { ...fresh, ready: true }], now: at(3) }),
     );
