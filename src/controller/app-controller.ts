@@ -11,6 +11,9 @@ import { ClusterClient } from '../kube/cluster-client.ts';
 import { errorMessage, isConflict } from '../kube/errors.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import { WorkQueue } from '../kube/workqueue.ts';
+import { configMapReader } from '../notify/config-map.ts';
+import { Notifier } from '../notify/notifier.ts';
+import { Sender } from '../notify/sender.ts';
 import { AnalysisRunner } from './analysis-runner.ts';
 import { type CachedApp, type Caches, makeCaches } from './cache.ts';
 import { Controller, type Decision } from './controller.ts';
@@ -61,11 +64,33 @@ function logFailure(log: Logger, key: string, err: unknown, decision: Decision):
   log[level]({ app: key, ...fields }, `reconcile failed; ${retry}`);
 }
 
+/** The notification sender: its deliveries report back through the queue, as the analysis runner's results do. */
+function makeSender(client: ClusterClient, enqueue: (key: string) => void, options: AppControllerOptions): Sender {
+  const { metrics } = options;
+  return new Sender({
+    readSecretValue: (namespace, name, key) => client.readSecretValue(namespace, name, key),
+    enqueue,
+    canWrite: options.canWrite,
+    logger: options.logger.child({ runner: 'notifications' }),
+    ...(metrics
+      ? {
+          metrics: {
+            attempt: (type, trigger, result, seconds) => {
+              metrics.notifications.inc({ type, trigger, result });
+              metrics.notificationDuration.observe({ type }, seconds);
+            },
+          },
+        }
+      : {}),
+  });
+}
+
 export class AppController {
   readonly caches: Caches;
   private readonly options: AppControllerOptions;
   private readonly reconciler: Reconciler;
   private readonly runner: AnalysisRunner;
+  private readonly sender: Sender;
   private queue: WorkQueue | undefined;
   private workers: Promise<void> | undefined;
   /** The reconciles under way, by App key (the queue runs one per key at a time): drain() waits for them. */
@@ -87,7 +112,14 @@ export class AppController {
       canWrite: options.canWrite,
       logger: options.logger.child({ runner: 'analysis' }),
     });
+    this.sender = makeSender(client, enqueue, options);
+    const notifier = new Notifier({
+      sender: this.sender,
+      readConfigMap: configMapReader(options.kubeConfig),
+      onDropped: (n) => options.metrics?.notifications.inc({ type: 'any', trigger: 'any', result: 'dropped' }, n),
+    });
     this.reconciler = new Reconciler({
+      notifier,
       caches: this.caches,
       client,
       analysis: this.runner,
@@ -180,6 +212,7 @@ export class AppController {
       await Promise.allSettled(pending);
     }
     await this.runner.settled(belongs);
+    await this.sender.settled(belongs);
     for (const app of this.caches.apps.list()) {
       const key = `${app.metadata.namespace}/${app.metadata.name}`;
       if (belongs(key)) this.letGo(key);
@@ -190,6 +223,7 @@ export class AppController {
   private letGo(key: string): void {
     this.options.sources.forget(key);
     this.runner.forget(key);
+    this.sender.forget(key);
   }
 
   /** Starts reconciling: on becoming leader. Every App (sharded: of a shard held) is queued once. */
@@ -248,6 +282,7 @@ export class AppController {
     const queue = this.queue;
     this.queue = undefined;
     this.runner.stop();
+    this.sender.stop();
     if (!queue) return;
     await queue.shutDownWithDrain();
     await this.workers;

@@ -153,6 +153,19 @@ export class Metrics {
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200],
     registers: [this.registry],
   });
+  readonly notifications = new Counter({
+    name: 'teal_notifications_total',
+    help: 'Notification attempts by destination type, trigger and result (delivered, retrying, failed), and pending ones dropped past the outbox limit (result dropped)',
+    labelNames: ['type', 'trigger', 'result'],
+    registers: [this.registry],
+  });
+  readonly notificationDuration = new Histogram({
+    name: 'teal_notification_delivery_duration_seconds',
+    help: 'One delivery attempt, from the request to its answer (or timeout), by destination type',
+    labelNames: ['type'],
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
   readonly apps = new Gauge({
     name: 'teal_apps',
     help: 'Apps by phase',

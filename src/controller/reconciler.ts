@@ -27,6 +27,7 @@ import {
 import type { ClusterClient } from '../kube/cluster-client.ts';
 import { errorMessage, isConflict } from '../kube/errors.ts';
 import type { EventRecorder } from '../kube/events.ts';
+import type { Notifier, Prepared } from '../notify/notifier.ts';
 import { plan, planInvalid } from '../rollout/bluegreen.ts';
 import type { ClusterAction, MeasureRequest, PlannerEvent } from '../rollout/cluster-actions.ts';
 import { FINALIZER } from '../rollout/labels.ts';
@@ -76,6 +77,8 @@ export interface ReconcilerOptions {
   logger: Logger;
   /** Checked before every write for the App: only the holder of its Lease (its shard's, if sharded) writes. */
   canWrite: (appKey: string) => boolean;
+  /** Adds the notifications of each status write to it, and sends them once it has landed (src/notify). */
+  notifier?: Pick<Notifier, 'prepare' | 'landed'>;
   now?: () => Date;
 }
 
@@ -299,9 +302,11 @@ export class Reconciler {
         ? { status: r.status, events: r.events }
         : failedSummary(r.status, errorMessage(failure), this.generation(r), r.now.toISOString());
     try {
-      await this.writeStatus(r, summary.status);
-      await this.record(r, summary.events);
+      const notified = await this.notifications(r, summary.status);
+      await this.writeStatus(r, notified?.status ?? summary.status);
+      await this.record(r, [...summary.events, ...(notified?.events ?? [])]);
       if (failure === undefined) this.measure(r);
+      if (notified) this.notify(r, notified);
     } catch (err) {
       // The failure that brought us here is what the caller hears about.
       if (failure === undefined) throw err;
@@ -323,6 +328,29 @@ export class Reconciler {
       }),
     );
     this.o.analysis.dispatch({ key: r.key, namespace, name, uid: uid ?? '' }, r.measurements ?? [], keys);
+  }
+
+  /**
+   * Write-ahead, as measure(): the notifications of this write's transitions
+   * join the status that records them (the outbox), with what the sender
+   * reported applied; they are sent only once that status has landed.
+   */
+  private async notifications(r: Reconciliation, status: AppStatus): Promise<Prepared | undefined> {
+    if (!this.o.notifier) return undefined;
+    const { namespace, name, uid } = r.cached.metadata;
+    return this.o.notifier.prepare({
+      app: { key: r.key, namespace, name, uid: uid ?? '' },
+      spec: r.cached.spec,
+      before: r.cached.status as AppStatus | undefined,
+      after: status,
+      generation: this.generation(r),
+      now: r.now.toISOString(),
+    });
+  }
+
+  private notify(r: Reconciliation, prepared: Prepared): void {
+    const { namespace, name } = r.cached.metadata;
+    this.o.notifier?.landed({ key: r.key, namespace, name }, prepared.status, prepared);
   }
 
   /** The templates of the App's namespace, and the results in for its measurements. */
