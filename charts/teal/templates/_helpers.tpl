@@ -68,9 +68,13 @@ app.kubernetes.io/part-of: teal
 - apiGroups: [""]
   resources: ["pods/eviction"]
   verbs: ["create"]
-# Git credentials and webhook secrets, read when used; never listed or watched.
+# Git credentials, webhook secrets and notification URLs and keys, read when used; never listed or watched.
 - apiGroups: [""]
   resources: ["secrets"]
+  verbs: ["get"]
+# Notifications: a namespace's default destinations (ConfigMap teal-notifications), read when there is news.
+- apiGroups: [""]
+  resources: ["configmaps"]
   verbs: ["get"]
 - apiGroups: [""]
   resources: ["events"]
