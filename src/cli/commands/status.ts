@@ -59,10 +59,16 @@ export async function status(args: string[], flags: Flags): Promise<number> {
   const human = flags.output === undefined;
   let said = '';
   let saidChecks = '';
+  let saidNotifications = '';
   const say = (app: AppObject) => {
     const checks = checksLine(app, colour);
     if (human && checks !== saidChecks && checks !== '') process.stdout.write(`${checks}\n`);
     saidChecks = checks;
+    const notifications = notificationsLine(app);
+    if (human && notifications !== saidNotifications && notifications !== '') {
+      process.stdout.write(`${notifications}\n`);
+    }
+    saidNotifications = notifications;
     const line = statusLine(app, colour);
     if (human && line !== said) process.stdout.write(`${line}\n`);
     said = line;
@@ -110,6 +116,20 @@ function statusLine(app: AppObject, colour: boolean): string {
   const paused = app.status?.pause ? ` (paused by ${app.status.pause.by})` : '';
   const waiting = pending.length > 0 ? ` (waiting for the operator to carry out: ${pending.join(', ')})` : '';
   return `${showStatus(phase, colour)}${app.status?.message ? ` - ${app.status.message}` : ''}${paused}${waiting}`;
+}
+
+/**
+ * The line `status` prints about notifications, only when one waits or the
+ * latest failed: how many are pending, and the failure or retry as the
+ * NotificationsDelivered condition says it (never a URL).
+ */
+export function notificationsLine(app: AppObject): string {
+  const pending = app.status?.notifications?.pending?.length ?? 0;
+  const condition = app.status?.conditions?.find((c) => c.type === 'NotificationsDelivered');
+  const trouble = condition?.status === 'False' ? `${condition.reason}: ${condition.message ?? ''}` : '';
+  if (pending === 0 && trouble === '') return '';
+  const waiting = pending > 0 ? `${pending} pending` : '';
+  return `notifications: ${[waiting, trouble].filter((s) => s !== '').join('; ')}`;
 }
 
 /** The line `status` prints about the checks, when a run of them exists: which, of what, where it stands. */
