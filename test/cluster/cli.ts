@@ -6,11 +6,13 @@
 //     --real-builds    the weather app built for real (real-dev.ts); builds
 //                      are simulated by KWOK otherwise
 import { type ChildProcess, spawn } from 'node:child_process';
-import { openSync, readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { appendFileSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { type Delivery, startReceiver } from '../support/notify-receiver.ts';
 import { waitFor } from '../support/wait.ts';
 import { type Cluster, ensureBinaries, kubectlApply, startCluster, stopCluster, stopClusterSync } from './cluster.ts';
 import { type Demo, prepareDemo } from './demo.ts';
@@ -142,14 +144,52 @@ async function setUp(
   if (host && site) await startRealBuilds(cluster, host, site, runnerLog, onStop);
   const logPath = join(demoDir, 'operator.log');
   await startOperator(cluster, demo, logPath, host === undefined);
+  const notificationsLog = join(demoDir, 'notifications.log');
+  await startNotificationReceiver(cluster, host ? REAL_NAMESPACE : 'default', notificationsLog, onStop);
   await kubectlApply(cluster, host ? realBuildApp(demo.manifest, host.registry) : demo.manifest);
   printWhatToTry({
     cluster,
     demo,
     logPath,
+    notificationsLog,
     started,
     real: host && site && { registry: host.registry, runnerLog, repositoryUrl: site.repositoryUrl },
   });
+}
+
+/**
+ * The weather App's notifications (examples/weather-app/app.yaml) go to a
+ * receiver on 127.0.0.1: the Secret weather-notify holds its URL and a fresh
+ * signing key, and each delivery is one line of its log.
+ */
+async function startNotificationReceiver(
+  cluster: Cluster,
+  namespace: string,
+  logPath: string,
+  onStop: (s: Stop) => void,
+): Promise<void> {
+  const signingKey = randomBytes(32).toString('hex');
+  writeFileSync(logPath, '');
+  const receiver = await startReceiver({
+    signingKey,
+    onDelivery: (d) => appendFileSync(logPath, `${deliveryLine(d)}\n`),
+  });
+  onStop(receiver.close);
+  const secret = {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'weather-notify', namespace },
+    stringData: { url: receiver.url, 'signing-key': signingKey },
+  };
+  await kubectlApply(cluster, JSON.stringify(secret));
+}
+
+/** trigger, app, revision, delivery id, signature verified. */
+function deliveryLine(d: Delivery): string {
+  const app = d.body.app as { namespace?: string; name?: string } | undefined;
+  const revision = d.body.revision ?? '-';
+  const by = d.body.by ? ` by ${String(d.body.by)} (${String(d.body.via)})` : '';
+  return `${new Date().toISOString()} ${d.trigger.padEnd(13)} ${app?.namespace}/${app?.name} revision ${revision}${by} delivery ${d.id} signature verified: ${d.verified ? 'yes' : 'no'}`;
 }
 
 /** The operator from source, its logs to a file so that what to try stays on screen; resolves once ready. */
@@ -179,11 +219,12 @@ interface WhatToTry {
   cluster: Cluster;
   demo: Demo;
   logPath: string;
+  notificationsLog: string;
   started: number;
   real: { registry: Registry; runnerLog: string; repositoryUrl: string } | undefined;
 }
 
-function printWhatToTry({ cluster, demo, logPath, started, real }: WhatToTry): void {
+function printWhatToTry({ cluster, demo, logPath, notificationsLog, started, real }: WhatToTry): void {
   const change = demo.reused
     ? `echo "# $(date)" >> app.py && git commit -qam "Another change"`
     : `sed -i 's/clear sky/light rain/' sample_data.json && git commit -qam "Seoul: light rain"`;
@@ -201,6 +242,7 @@ The weather app (examples/weather-app) is ${demo.reused ? 'the clone from your l
   working clone  ${demo.clone}
   remote         ${demo.remote}${real ? `, served as ${real.repositoryUrl}` : ''}
                  (its post-receive hook sends Teal a signed webhook)
+  notifications  a receiver on 127.0.0.1 gets the App's (docs/notifications.md): tail -f ${notificationsLog}
 
 In another shell:
   export KUBECONFIG=${cluster.kubeconfig}
