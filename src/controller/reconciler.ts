@@ -273,6 +273,8 @@ export class Reconciler {
       now: r.now,
       target: targetRevision(sourced),
       intents: r.intents,
+      // Only a restart reads them (rollout/restart.ts).
+      pods: this.o.caches.appPods.byIndex(APPS_INDEX, r.key).map((c) => c.value),
       analysis: this.analysisObserved(r),
       ...(this.o.buildDefaults ? { buildDefaults: this.o.buildDefaults } : {}),
       ...(r.build?.running ? { building: true } : {}),
