@@ -223,7 +223,7 @@ export class AppController {
       await Promise.allSettled(pending);
     }
     await this.runner.settled(belongs);
-    await this.sender.settled(belongs);
+    await this.sender.handBack(belongs);
     for (const app of this.caches.apps.list()) {
       const key = `${app.metadata.namespace}/${app.metadata.name}`;
       if (belongs(key)) this.letGo(key);

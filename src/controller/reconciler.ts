@@ -78,7 +78,7 @@ export interface ReconcilerOptions {
   /** Checked before every write for the App: only the holder of its Lease (its shard's, if sharded) writes. */
   canWrite: (appKey: string) => boolean;
   /** Adds the notifications of each status write to it, and sends them once it has landed (src/notify). */
-  notifier?: Pick<Notifier, 'prepare' | 'landed'>;
+  notifier?: Pick<Notifier, 'prepare' | 'landed' | 'forget'>;
   now?: () => Date;
 }
 
@@ -194,6 +194,7 @@ export class Reconciler {
     this.behind.delete(key);
     this.o.sources.forget(key);
     this.o.analysis.forget(key);
+    this.o.notifier?.forget(key);
     this.reported.delete(key);
     return {};
   }

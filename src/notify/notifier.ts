@@ -28,7 +28,7 @@ export interface Prepared {
 }
 
 export interface NotifierOptions {
-  sender: Pick<Sender, 'outcomesFor' | 'dispatch'>;
+  sender: Pick<Sender, 'outcomesFor' | 'dispatch' | 'forget'>;
   readConfigMap: ConfigMapRead;
   /** Counts pending notifications dropped past the outbox limit. */
   onDropped?: (count: number) => void;
@@ -68,6 +68,11 @@ export class Notifier {
       now: input.now,
     });
     return { status: result.status, events: result.events, dropped: result.dropped, destinations };
+  }
+
+  /** The App is gone: its deliveries stop. */
+  forget(appKey: string): void {
+    this.o.sender.forget(appKey);
   }
 
   /** The status holding the outbox has landed (or was already so): send what it holds. */

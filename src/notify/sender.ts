@@ -108,10 +108,19 @@ export class Sender {
     this.outcomes.delete(appKey);
   }
 
-  /** Resolves once no delivery of these Apps is in flight (sharded: before their shard is handed back). */
-  async settled(belongs: (appKey: string) => boolean): Promise<void> {
-    const pending = [...this.running.values()].filter((r) => belongs(r.appKey)).map((r) => r.done);
-    await Promise.allSettled(pending);
+  /**
+   * Sharded, before these Apps' shard is handed back: their deliveries stop
+   * (a retry may be an hour away) and what they found is let go; the next
+   * owner sends what status still holds, with the same ids.
+   */
+  async handBack(belongs: (appKey: string) => boolean): Promise<void> {
+    const leaving = [...this.running.entries()].filter(([, r]) => belongs(r.appKey));
+    for (const [key, r] of leaving) {
+      r.abort.abort();
+      this.running.delete(key);
+    }
+    await Promise.allSettled(leaving.map(([, r]) => r.done));
+    for (const appKey of [...this.outcomes.keys()]) if (belongs(appKey)) this.outcomes.delete(appKey);
   }
 
   stop(): void {

@@ -139,6 +139,23 @@ describe('Sender', () => {
     other.stop();
   });
 
+  it('hands an App back at once, though a retry waits: the next owner sends what status holds', async () => {
+    const r = await receiver([503]);
+    const s = new Sender({
+      readSecretValue: async () => r.url,
+      enqueue: () => {},
+      canWrite: () => true,
+      logger: pino({ level: 'silent' }),
+      backoffMs: 3_600_000,
+      maxBackoffMs: 3_600_000,
+    });
+    s.dispatch(app, [entry], [{ ...hook, signingSecretRef: undefined }]);
+    await until(() => s.outcomesFor(app.key).get('d1')?.result === 'retrying');
+    await s.handBack((key) => key === app.key);
+    expect(s.outcomesFor(app.key).size).toBe(0);
+    expect(r.received).toHaveLength(1);
+  });
+
   it('a replica that may not write the App sends nothing', async () => {
     const r = await receiver([200]);
     const s = new Sender({
