@@ -171,4 +171,43 @@ describe('notifications', () => {
     expect(distinctTransitions(ds).size).toBe(3);
     expect(ds.every((d) => d.status === 200 && d.verified)).toBe(true);
   });
+
+  it('an App that declares none uses the namespace default; a bad default sends nothing and names the field', async () => {
+    const receiver = await startReceiver({ signingKey: SIGNING_KEY });
+    receivers.push(receiver);
+    await core.createNamespacedSecret({
+      namespace: ns,
+      body: { metadata: { name: 'team-hook' }, stringData: { url: receiver.url, key: SIGNING_KEY } },
+    });
+    const team = [
+      {
+        name: 'team',
+        type: 'webhook',
+        urlSecretRef: { name: 'team-hook', key: 'url' },
+        signingSecretRef: { name: 'team-hook', key: 'key' },
+        triggers: ['promoted'],
+      },
+    ];
+    const configMap = (notifications: string) => ({
+      metadata: { name: 'teal-notifications' },
+      data: { notifications },
+    });
+    await core.createNamespacedConfigMap({ namespace: ns, body: configMap(JSON.stringify(team)) });
+    await createApp(ns, e2eApp('defaulted'));
+    await delivered(receiver, 'the team default told', (ds) => ds.length === 1);
+    expect(receiver.deliveries[0]).toMatchObject({ trigger: 'promoted', verified: true });
+    expect(receiver.deliveries[0]?.body.app).toEqual({ namespace: ns, name: 'defaulted' });
+
+    const bad = '- name: team\n  type: pager\n  urlSecretRef: {name: team-hook, key: url}\n';
+    await core.replaceNamespacedConfigMap({ namespace: ns, name: 'teal-notifications', body: configMap(bad) });
+    await createApp(ns, e2eApp('misled'));
+    const warning = await waitFor('an InvalidNotifications Event', async () => {
+      const events = await core.listNamespacedEvent({ namespace: ns, fieldSelector: 'involvedObject.name=misled' });
+      return events.items.find((e) => e.reason === 'InvalidNotifications');
+    });
+    expect(warning.message).toContain('ConfigMap teal-notifications key notifications: [0].type');
+    const misled = await waitForApp(ns, 'misled', 'first release', phase('Healthy'));
+    expect((misled.status as AppStatus).notifications).toBeUndefined();
+    expect(receiver.deliveries).toHaveLength(1);
+  });
 });
