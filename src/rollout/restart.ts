@@ -137,7 +137,12 @@ export function planRestart(input: RestartInput): RestartPlan {
   const startMs = Date.parse(restart.startedAt);
   const old = pods.filter((p) => Date.parse(p.createdAt) < startMs);
   const evictions = settleEvictions(restart, pods, nowMs);
-  if (old.length === 0) return finished(input, pods.length);
+  if (old.length === 0) {
+    // Over once the new pods serve in full: a replacement the cache has not shown yet still counts.
+    if (!isServingInFull(input, pods))
+      return { restart, evict: [], events: [], message: progressMessage(input, pods.length, 0, []) };
+    return finished(input, pods.length);
+  }
   const floor = Math.max(0, input.replicas - resolveMaxUnavailable(input.maxUnavailable, input.replicas));
   const budget = available(input, pods, evictions.pending) - floor;
   const evict = candidates(old, evictions.pending)
@@ -184,6 +189,12 @@ function settleEvictions(restart: RestartStatus, pods: readonly ObservedPod[], n
   if (still.length === 0) return { pending: new Set(), refused: [], refusals: 0, blocked: false };
   if (nowMs < checkAt) return { pending: new Set(still), refused: [], refusals, blocked: false, checkAt };
   return { pending: new Set(), refused: still, refusals: refusals + 1, blocked: refusals === 0 };
+}
+
+/** Every pod the revision needs is there, new, ready, and counted available by its ReplicaSet. */
+function isServingInFull(input: RestartInput, pods: readonly ObservedPod[]): boolean {
+  const ready = pods.filter((p) => p.ready && !p.deleting).length;
+  return ready >= input.replicas && (input.replicaSet?.availableReplicas ?? 0) >= input.replicas;
 }
 
 /** Ready, not deleting, not being evicted; no more than the ReplicaSet counts, less those being evicted. */

@@ -192,6 +192,20 @@ describe('planRestart', () => {
     expect(done.message).toBeUndefined();
   });
 
+  it('is not over while the last replacement is yet to show or to be ready: every new pod is counted', () => {
+    const done = restart({ evicting: ['c'], evictedAt: at(1) });
+    const twoNew = ['d', 'e'].map((n) => pod(n, { createdAt: AFTER }));
+    expect(planRestart(input({ restart: done, pods: twoNew, replicaSet: replicaSet(2) })).restart.finishedAt).toBe(
+      undefined,
+    );
+    const notReady = [...twoNew, pod('f', { createdAt: AFTER, ready: false })];
+    expect(planRestart(input({ restart: done, pods: notReady, replicaSet: replicaSet(2) })).restart.finishedAt).toBe(
+      undefined,
+    );
+    const serving = [...twoNew, pod('f', { createdAt: AFTER })];
+    expect(planRestart(input({ restart: done, pods: serving })).restart).toMatchObject({ podsReplaced: 3 });
+  });
+
   it('ends early when another revision serves', () => {
     const ended = planRestart(input({ activeHash: 'bbbbbbbbbb', activeRevision: 3 }));
     expect(ended.evict).toEqual([]);
