@@ -18,7 +18,7 @@ import { appendHistory, historyEntry } from './history.ts';
 import type { ObservedReplicaSet } from './observed.ts';
 import { EventReason as ER, refusalReason } from './reasons.ts';
 import type { Revision } from './replicaset.ts';
-import { RestartReason, restartStartedAt } from './restart.ts';
+import { restartStartedAt } from './restart.ts';
 
 export interface ActionContext {
   app: App;
@@ -162,7 +162,7 @@ function restart(ctx: ActionContext, intent: Intent): PlannerEvent {
   };
   return {
     type: 'Normal',
-    reason: RestartReason.RestartRequested,
+    reason: ER.RestartRequested,
     message: `restart of revision ${rs.revision} requested by ${who(intent)}: its pods are replaced a few at a time`,
   };
 }

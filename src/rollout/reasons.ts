@@ -48,6 +48,11 @@ export const EventReason = {
   /** As the Deployment controller says it: a ReplicaSet's size changed, from and to, and why. */
   ScalingReplicaSet: 'ScalingReplicaSet',
   UndoEnded: 'UndoEnded',
+  // A restart: asked for, then over (no pod older than it left, or the revision no longer active).
+  RestartRequested: 'RestartRequested',
+  Restarted: 'Restarted',
+  /** An eviction was refused (a PodDisruptionBudget): retried later, told once per run of refusals. */
+  RestartBlocked: 'RestartBlocked',
   ProgressDeadlineExceeded: 'ProgressDeadlineExceeded',
   // The actions, as carried out.
   PromotionRequested: 'PromotionRequested',

@@ -13,15 +13,7 @@ import type { RestartStatus } from '../app/schema.ts';
 import type { PlannerEvent } from './cluster-actions.ts';
 import { LABEL_APP, LABEL_HASH } from './labels.ts';
 import type { ObservedReplicaSet } from './observed.ts';
-
-/** The Events of a restart; a refused one is RestartRejected or RestartIgnored (reasons.ts refusalReason). */
-export const RestartReason = {
-  RestartRequested: 'RestartRequested',
-  /** Finished: no pod older than the restart remains; or ended early, the revision no longer active. */
-  Restarted: 'Restarted',
-  /** An eviction was refused (a PodDisruptionBudget): retried later, told once per run of refusals. */
-  RestartBlocked: 'RestartBlocked',
-} as const;
+import { EventReason as ER } from './reasons.ts';
 
 /** A pod of a revision, trimmed to what a restart reads. */
 export interface ObservedPod {
@@ -235,7 +227,7 @@ function finished(input: RestartInput, replaced: number): RestartPlan {
     events: [
       {
         type: 'Normal',
-        reason: RestartReason.Restarted,
+        reason: ER.Restarted,
         message: `revision ${restart.revision} restarted: ${replaced} pod${replaced === 1 ? '' : 's'} replaced (requested by ${restart.by} (${restart.via}))`,
       },
     ],
@@ -253,14 +245,14 @@ function endedEarly(input: RestartInput): RestartPlan {
   return {
     restart: { ...rest, finishedAt: input.now, message },
     evict: [],
-    events: [{ type: 'Normal', reason: RestartReason.Restarted, message }],
+    events: [{ type: 'Normal', reason: ER.Restarted, message }],
   };
 }
 
 function blockedEvent(restart: RestartStatus, refused: readonly string[]): PlannerEvent {
   return {
     type: 'Warning',
-    reason: RestartReason.RestartBlocked,
+    reason: ER.RestartBlocked,
     message: `restart of revision ${restart.revision}: the eviction of pod ${refused.join(', ')} was refused (a PodDisruptionBudget allows no disruption now); retrying`,
   };
 }
