@@ -12,6 +12,7 @@ import type { ObservedBuildPod, ObservedJob } from '../build/plan.ts';
 import { Informer, type InformerOptions, type KubeObjectLike, type RawObject } from '../kube/informer.ts';
 import { StringPool } from '../kube/intern.ts';
 import { MultiNamespaceInformer, type SharedInformer } from '../kube/multi-namespace-informer.ts';
+import { ANN_LIVE_CONFIG, configMapDigest, findConfigRefs, LABEL_CONFIG_COPY } from '../rollout/config-refs.ts';
 import { LABEL_APP, LABEL_HASH } from '../rollout/labels.ts';
 import {
   type ObservedReplicaSet,
@@ -51,7 +52,9 @@ function trimApp(raw: RawObject, pool: StringPool): CachedApp | undefined {
   const m = raw.metadata;
   if (!m?.name || !m.namespace) return undefined;
   const annotations = Object.fromEntries(
-    Object.entries(m.annotations ?? {}).filter(([k]) => k.startsWith(INTENT_PREFIX) || k === ANN_REFRESH),
+    Object.entries(m.annotations ?? {}).filter(
+      ([k]) => k.startsWith(INTENT_PREFIX) || k === ANN_REFRESH || k === ANN_LIVE_CONFIG,
+    ),
   );
   return {
     ...(raw.apiVersion ? { apiVersion: raw.apiVersion } : {}),
@@ -109,6 +112,26 @@ function internPod(pod: ObservedPod | undefined, pool: StringPool): ObservedPod 
   return { ...pod, namespace: pool.string(pod.namespace), app: pool.string(pod.app), hash: pool.string(pod.hash) };
 }
 
+/** A ConfigMap as cached: a digest of its content, never the data (read by GET when a copy is made). */
+export interface CachedConfigMap {
+  name: string;
+  namespace: string;
+  resourceVersion: string;
+  digest: string;
+}
+
+function observeConfigMap(raw: RawObject, pool: StringPool): CachedConfigMap | undefined {
+  const m = raw.metadata;
+  if (!m?.name || !m.namespace) return undefined;
+  const { data, binaryData } = raw as { data?: Record<string, string>; binaryData?: Record<string, string> };
+  return {
+    name: m.name,
+    namespace: pool.string(m.namespace),
+    resourceVersion: m.resourceVersion ?? '',
+    digest: configMapDigest(data, binaryData),
+  };
+}
+
 export const APPS_INDEX = 'app';
 export const JOBS_INDEX = 'job';
 
@@ -122,6 +145,8 @@ export interface Caches {
   appPods: SharedInformer<Cached<ObservedPod>>;
   analysisJobs: SharedInformer<Cached<AnalysisJobRef>>;
   templates: SharedInformer<Cached<CachedTemplate>>;
+  /** Every ConfigMap but Teal's copies, as a digest: a pod template's references are part of its revision. */
+  configMaps: SharedInformer<Cached<CachedConfigMap>>;
 }
 
 /**
@@ -188,5 +213,34 @@ export function makeCaches(kubeConfig: KubeConfig, namespaces: readonly string[]
     transform: (raw) => wrap(observeTemplate(raw)),
     logger: logger.child({ informer: 'analysis-templates' }),
   });
-  return { apps, replicaSets, services, jobs, buildPods, appPods, analysisJobs, templates };
+  const configMaps = informer<Cached<CachedConfigMap>>('/api/v1', 'configmaps', {
+    labelSelector: `!${LABEL_CONFIG_COPY}`,
+    transform: (raw) => wrap(observeConfigMap(raw, pool)),
+    logger: logger.child({ informer: 'configmaps' }),
+  });
+  return { apps, replicaSets, services, jobs, buildPods, appPods, analysisJobs, templates, configMaps };
+}
+
+/**
+ * Wakes the Apps whose pod template references a ConfigMap whose content
+ * changed, appeared or went: only those, and not for a write that left the
+ * data as it was (a new resourceVersion alone).
+ */
+export function watchConfigMaps(caches: Caches, enqueue: (key: string) => void): void {
+  const wake = (cm: Cached<CachedConfigMap>) => {
+    for (const app of caches.apps.listByNamespace(cm.value.namespace)) {
+      const spec = app.spec as { template?: { spec?: unknown } } | undefined;
+      const refs = findConfigRefs(spec?.template?.spec);
+      if (refs.some((r) => r.kind === 'configmap' && r.name === cm.value.name)) {
+        enqueue(`${app.metadata.namespace}/${app.metadata.name}`);
+      }
+    }
+  };
+  caches.configMaps.addHandler({
+    onAdd: wake,
+    onUpdate: (old, cm) => {
+      if (old.value.digest !== cm.value.digest) wake(cm);
+    },
+    onDelete: wake,
+  });
 }

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { ClusterClient } from '../kube/cluster-client.ts';
 import { errorMessage, ignoreNotFound } from '../kube/errors.ts';
 import type { ClusterAction } from '../rollout/cluster-actions.ts';
+import { configMapDigest, copyManifest, copyName, kindName, secretDigest } from '../rollout/config-refs.ts';
 import { ANN_SCALE_DOWN_AT, FINALIZER } from '../rollout/labels.ts';
 import { restoredServiceManifest } from '../rollout/service.ts';
 
@@ -47,6 +48,10 @@ export function describe(target: Target, action: ClusterAction): string {
       return `updating ReplicaSet ${ns}/${action.name}`;
     case 'deleteReplicaSet':
       return `deleting ReplicaSet ${ns}/${action.name}`;
+    case 'createConfigCopy':
+      return `copying ${kindName(action.copy.kind)} ${ns}/${action.copy.source} to ${action.copy.name}`;
+    case 'deleteConfigCopy':
+      return `deleting ${kindName(action.copyKind)} ${ns}/${action.name}`;
     case 'applyService':
       return `applying ${action.role} Service ${ns}/${action.manifest.metadata.name}`;
     case 'createJob':
@@ -79,6 +84,12 @@ function logWrite(log: Logger, action: ClusterAction): void {
       return;
     case 'deleteReplicaSet':
       log.info({ replicaSet: action.name }, 'deleting old ReplicaSet');
+      return;
+    case 'createConfigCopy':
+      log.info({ kind: action.copy.kind, source: action.copy.source, copy: action.copy.name }, 'copying configuration');
+      return;
+    case 'deleteConfigCopy':
+      log.info({ kind: action.copyKind, copy: action.name }, 'deleting a configuration copy');
       return;
     case 'applyService': {
       const { metadata, spec } = action.manifest;
@@ -144,6 +155,25 @@ export class Executor {
     }
   }
 
+  /**
+   * Reads the source again and copies it, if it still has the content the
+   * copy is named after: one changed since the plan makes this fail, and the
+   * retry plans the newer content. Its data goes straight into the copy.
+   */
+  private async copyConfig(namespace: string, action: Extract<ClusterAction, { kind: 'createConfigCopy' }>) {
+    const { copy, owner } = action;
+    const source = await this.client.readConfigSource(copy.kind, namespace, copy.source);
+    const digest = !source
+      ? undefined
+      : copy.kind === 'configmap'
+        ? configMapDigest(source.data, source.binaryData)
+        : secretDigest(owner.uid, source.uid, source.type ?? 'Opaque', source.data);
+    if (!source || !digest || copyName(owner.uid, copy.source, digest) !== copy.name) {
+      throw new Error(`${kindName(copy.kind)} ${copy.source} changed (or went) since it was read; planning again`);
+    }
+    await this.client.createOnce(copyManifest(copy, namespace, action.app, owner, source));
+  }
+
   private async write(target: Target, action: ClusterAction): Promise<void> {
     const { namespace, name, resourceVersion, finalizers } = target;
     const client = this.client;
@@ -158,6 +188,12 @@ export class Executor {
         return;
       case 'deleteReplicaSet':
         await client.deleteReplicaSet(namespace, action.name);
+        return;
+      case 'createConfigCopy':
+        await this.copyConfig(namespace, action);
+        return;
+      case 'deleteConfigCopy':
+        await client.deleteConfigCopy(action.copyKind, namespace, action.name);
         return;
       case 'deleteJob':
       case 'deleteAnalysisJob':

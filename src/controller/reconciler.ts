@@ -30,6 +30,17 @@ import type { EventRecorder } from '../kube/events.ts';
 import type { Notifier, Prepared } from '../notify/notifier.ts';
 import { plan, planInvalid } from '../rollout/bluegreen.ts';
 import type { ClusterAction, MeasureRequest, PlannerEvent } from '../rollout/cluster-actions.ts';
+import {
+  ANN_LIVE_CONFIG,
+  type ConfiguredTemplate,
+  configuredRevision,
+  configureTemplate,
+  parseLiveConfig,
+  refKey,
+  type SourceState,
+  secretDigest,
+  sourcesToRead,
+} from '../rollout/config-refs.ts';
 import { FINALIZER } from '../rollout/labels.ts';
 import type { Observed } from '../rollout/observed.ts';
 import type { AnalysisObserved } from '../rollout/planner.ts';
@@ -110,6 +121,19 @@ interface Reconciliation {
 /** A sub-step: it may act, records what it found true in r.status, and may ask to run again after a while. */
 type SubStep = (r: Reconciliation, app: App) => Promise<Result>;
 
+/**
+ * How often the Secrets an App's template references are read again (by GET:
+ * Teal may not list or watch Secrets), and the App woken to do so. A Secret
+ * edit is seen within this; a ConfigMap edit at once, through its watch.
+ */
+export const CONFIG_RECHECK_MS = 30_000;
+
+/** The digests of an App's referenced Secrets, and when they were read; never their data. */
+interface SecretDigests {
+  readAt: number;
+  digests: Map<string, SourceState>;
+}
+
 /** How often a reconcile looks again for the App its own status write made. */
 const CATCH_UP_POLL_MS = 50;
 /** How long it waits for the cache to show that App before planning anyway. */
@@ -122,6 +146,8 @@ export class Reconciler {
   private readonly reported = new Map<string, Set<string>>();
   /** Per App key, the resourceVersion the last status write replaced, until the cache has moved past it. */
   private readonly behind = new Map<string, { resourceVersion: string; at: number }>();
+  /** Per App key, its referenced Secrets' digests as last read (see CONFIG_RECHECK_MS). */
+  private readonly secretDigests = new Map<string, SecretDigests>();
 
   constructor(options: ReconcilerOptions) {
     this.o = options;
@@ -192,6 +218,7 @@ export class Reconciler {
 
   private forget(key: string): Result {
     this.behind.delete(key);
+    this.secretDigests.delete(key);
     this.o.sources.forget(key);
     this.o.analysis.forget(key);
     this.o.notifier?.forget(key);
@@ -268,11 +295,18 @@ export class Reconciler {
   /** Blue/green: the planner's ReplicaSet and Service writes, then its status. */
   private async rollout(r: Reconciliation, app: App): Promise<Result> {
     const sourced = { ...app, status: r.status };
+    const config = await this.configuration(r, app);
+    if (config.configured.problems.length > 0) {
+      const invalid = planInvalid(r.status, this.generation(r), config.configured.problems, r.now);
+      r.status = invalid.status;
+      r.events.push(...invalid.events);
+      return config.requeueAfterMs !== undefined ? { requeueAfterMs: config.requeueAfterMs } : {};
+    }
     const planned = plan({
       app: sourced,
       observed: r.observed,
       now: r.now,
-      target: targetRevision(sourced),
+      target: configuredRevision(targetRevision(sourced), config.configured),
       intents: r.intents,
       // Only a restart reads them (rollout/restart.ts).
       pods: this.o.caches.appPods.byIndex(APPS_INDEX, r.key).map((c) => c.value),
@@ -287,7 +321,63 @@ export class Reconciler {
     r.status = planned.status;
     r.events.push(...planned.events);
     r.measurements = planned.measurements;
-    return planned.requeueAfterMs !== undefined ? { requeueAfterMs: planned.requeueAfterMs } : {};
+    const requeue = Math.min(
+      planned.requeueAfterMs ?? Number.POSITIVE_INFINITY,
+      config.requeueAfterMs ?? Number.POSITIVE_INFINITY,
+    );
+    return Number.isFinite(requeue) ? { requeueAfterMs: requeue } : {};
+  }
+
+  /**
+   * The template as the revision runs it: the ConfigMaps and Secrets it
+   * references pointed at their copies (rollout/config-refs.ts). ConfigMaps
+   * from the cache, Secrets by GET at most every CONFIG_RECHECK_MS, the App
+   * woken then to look again.
+   */
+  private async configuration(
+    r: Reconciliation,
+    app: App,
+  ): Promise<{ configured: ConfiguredTemplate<App['spec']['template']>; requeueAfterMs?: number }> {
+    const { live, problems } = parseLiveConfig(r.cached.metadata.annotations?.[ANN_LIVE_CONFIG]);
+    const toRead = sourcesToRead(app.spec.template.spec, live);
+    if (toRead.length === 0) return { configured: { template: app.spec.template, copies: [], problems } };
+    const namespace = r.target.namespace;
+    const uid = r.cached.metadata.uid ?? '';
+    const secrets = await this.readSecretDigests(
+      r,
+      uid,
+      toRead.filter((s) => s.kind === 'secret').map((s) => s.name),
+    );
+    const sources = new Map<string, SourceState>();
+    for (const { kind, name } of toRead) {
+      const state =
+        kind === 'configmap' ? this.o.caches.configMaps.get(namespace, name)?.value.digest : secrets.digests.get(name);
+      sources.set(refKey(kind, name), typeof state === 'string' ? { digest: state } : (state ?? 'missing'));
+    }
+    const configured = configureTemplate(app.spec.template, uid, sources, live);
+    configured.problems.unshift(...problems);
+    const requeueAfterMs = Math.max(0, secrets.readAt + CONFIG_RECHECK_MS - r.now.getTime()) + 1;
+    return { configured, requeueAfterMs };
+  }
+
+  /** The digests of the named Secrets: those read less than CONFIG_RECHECK_MS ago, else read now. */
+  private async readSecretDigests(r: Reconciliation, appUid: string, names: readonly string[]): Promise<SecretDigests> {
+    const now = r.now.getTime();
+    const known = this.secretDigests.get(r.key);
+    const fresh = known && now - known.readAt < CONFIG_RECHECK_MS && names.every((n) => known.digests.has(n));
+    if (known && fresh) return known;
+    const digests = new Map<string, SourceState>();
+    for (const name of names) {
+      const what = `Secret ${r.target.namespace}/${name}`;
+      const source = await reading(what, this.o.client.readConfigSource('secret', r.target.namespace, name));
+      digests.set(
+        name,
+        source ? { digest: secretDigest(appUid, source.uid, source.type ?? 'Opaque', source.data) } : 'missing',
+      );
+    }
+    const read = { readAt: now, digests };
+    this.secretDigests.set(r.key, read);
+    return read;
   }
 
   /**

@@ -22,11 +22,11 @@ export class Writer {
   private readonly apps: AppsV1Api;
   private readonly custom: CustomObjectsApi;
   private readonly batch: BatchV1Api;
-  private readonly evictions: CoreV1Api;
+  private readonly coreApi: CoreV1Api;
 
   constructor(kc: KubeConfig) {
     this.batch = kc.makeApiClient(BatchV1Api);
-    this.evictions = kc.makeApiClient(CoreV1Api);
+    this.coreApi = kc.makeApiClient(CoreV1Api);
     this.objects = KubernetesObjectApi.makeApiClient(kc);
     this.apps = kc.makeApiClient(AppsV1Api);
     this.custom = kc.makeApiClient(CustomObjectsApi);
@@ -48,6 +48,20 @@ export class Writer {
     await ignoreNotFound(this.apps.deleteNamespacedReplicaSet({ namespace, name, propagationPolicy: 'Background' }));
   }
 
+  /** Creates an object that never changes once made (a config copy): one that already exists is it. */
+  async createOnce<T extends KubernetesObject>(manifest: T): Promise<void> {
+    try {
+      await this.objects.create(manifest, undefined, undefined, FIELD_MANAGER);
+    } catch (err) {
+      if (apiStatusOf(err)?.code !== 409) throw err;
+    }
+  }
+
+  async deleteConfigCopy(kind: 'configmap' | 'secret', namespace: string, name: string): Promise<void> {
+    if (kind === 'configmap') await ignoreNotFound(this.coreApi.deleteNamespacedConfigMap({ namespace, name }));
+    else await ignoreNotFound(this.coreApi.deleteNamespacedSecret({ namespace, name }));
+  }
+
   async deleteJob(namespace: string, name: string): Promise<void> {
     // Background: the Job's pods go with it.
     await ignoreNotFound(this.batch.deleteNamespacedJob({ namespace, name, propagationPolicy: 'Background' }));
@@ -61,7 +75,7 @@ export class Writer {
   async evictPod(namespace: string, name: string): Promise<boolean> {
     const body = { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace } };
     try {
-      await ignoreNotFound(this.evictions.createNamespacedPodEviction({ namespace, name, body }));
+      await ignoreNotFound(this.coreApi.createNamespacedPodEviction({ namespace, name, body }));
       return true;
     } catch (err) {
       if (apiStatusOf(err)?.code === 429) return false;

@@ -5,6 +5,14 @@ import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { Writer } from './apply.ts';
 import { ignoreNotFound } from './errors.ts';
 
+/** A ConfigMap's or Secret's content; Secret data as the API gives it (base64). */
+export interface ConfigSource {
+  uid: string;
+  type?: string;
+  data: Record<string, string>;
+  binaryData?: Record<string, string>;
+}
+
 export class ClusterClient extends Writer {
   private readonly core: CoreV1Api;
 
@@ -22,6 +30,25 @@ export class ClusterClient extends Writer {
     const data = secret?.data?.[key];
     if (data !== undefined) return Buffer.from(data, 'base64').toString('utf8');
     return secret?.stringData?.[key];
+  }
+
+  /**
+   * A ConfigMap or Secret as a copy needs it (config-refs.ts): read when a
+   * copy is made and when a Secret's digest is due, never kept or logged.
+   */
+  async readConfigSource(
+    kind: 'configmap' | 'secret',
+    namespace: string,
+    name: string,
+  ): Promise<ConfigSource | undefined> {
+    if (kind === 'configmap') {
+      const cm = await ignoreNotFound(this.core.readNamespacedConfigMap({ namespace, name }));
+      if (!cm) return undefined;
+      return { uid: cm.metadata?.uid ?? '', data: cm.data ?? {}, binaryData: cm.binaryData ?? {} };
+    }
+    const secret = await ignoreNotFound(this.core.readNamespacedSecret({ namespace, name }));
+    if (!secret) return undefined;
+    return { uid: secret.metadata?.uid ?? '', type: secret.type ?? 'Opaque', data: secret.data ?? {} };
   }
 
   /** The names of the Secret's keys (never its values), or undefined when there is no such Secret. */

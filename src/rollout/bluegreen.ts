@@ -28,10 +28,12 @@ import {
   startPostChecks,
 } from './analysis-gate.ts';
 import { analysisSpecs } from './analysis-spec.ts';
+import { copiesFreedBy } from './config-refs.ts';
 import { replicaCounts } from './counts.ts';
 import { appendHistory, historyEntry, replicaSetsToDelete, revisionNumberFor } from './history.ts';
 import { LABEL_APP, LABEL_HASH } from './labels.ts';
 import { isAvailableAt, isFullyAvailable, type ObservedReplicaSet } from './observed.ts';
+import { ownerReference } from './owner.ts';
 import {
   condition,
   type Desired,
@@ -55,7 +57,7 @@ import {
 } from './predicates.ts';
 import { ConditionReason as CR, EventReason as ER } from './reasons.ts';
 import { revisionStatus } from './replicaset.ts';
-import { createReplicaSet, scaleDownLater, sizeTo } from './replicaset-writes.ts';
+import { createReplicaSet as createReplicaSetOnly, scaleDownLater, sizeTo } from './replicaset-writes.ts';
 import { type ObservedPod, planRestart } from './restart.ts';
 import { specProblems } from './spec-problems.ts';
 
@@ -504,9 +506,22 @@ function scaleDownOthers(p: Planner, r: Rollout): void {
       scaleDownLater(p, rs, 0, `revision ${rs.revision} was superseded in preview`);
     }
   }
-  for (const rs of replicaSetsToDelete([...r.byHash.values()], keep, p.app.spec.revisionHistoryLimit)) {
-    p.actions.push({ kind: 'deleteReplicaSet', name: rs.name });
+  const deleted = replicaSetsToDelete([...r.byHash.values()], keep, p.app.spec.revisionHistoryLimit);
+  // The copies first: a crash in between leaves the ReplicaSet, which is deleted (with them) again.
+  const all = p.input.observed.replicaSets;
+  for (const copy of copiesFreedBy(deleted, all, p.input.target?.copies ?? [])) {
+    p.actions.push({ kind: 'deleteConfigCopy', copyKind: copy.kind, name: copy.name });
   }
+  for (const rs of deleted) p.actions.push({ kind: 'deleteReplicaSet', name: rs.name });
+}
+
+/** The revision's ConfigMap and Secret copies exist before its ReplicaSet, so its pods start with them. */
+function createReplicaSet(p: Planner, desired: Desired, size: number, what: string): void {
+  const owner = ownerReference(p.app);
+  for (const copy of desired.copies ?? []) {
+    p.actions.push({ kind: 'createConfigCopy', copy, app: p.app.metadata.name, owner });
+  }
+  createReplicaSetOnly(p, desired, size, what);
 }
 
 /** Conditions, phase and message, most severe first. */

@@ -8,7 +8,9 @@ import type { MeasureAction } from '../analysis/run.ts';
 import type { Check } from '../analysis/schema.ts';
 import type { AnalysisKind } from '../app/schema.ts';
 import type { BuildJobManifest } from '../build/job.ts';
+import type { ConfigCopy, ConfigKind } from './config-refs.ts';
 import type { ObservedService } from './observed.ts';
+import type { OwnerReference } from './owner.ts';
 import type { ReplicaSetManifest } from './replicaset.ts';
 import type { ServiceManifest, ServiceRole } from './service.ts';
 
@@ -17,6 +19,10 @@ export type RolloutAction =
   | { kind: 'createReplicaSet'; manifest: ReplicaSetManifest }
   | { kind: 'patchReplicaSet'; name: string; replicas?: number; scaleDownAt?: string | null }
   | { kind: 'deleteReplicaSet'; name: string }
+  /** Before the ReplicaSet that references it: read from its source, checked against the digest it is named after. */
+  | { kind: 'createConfigCopy'; copy: ConfigCopy; app: string; owner: OwnerReference }
+  /** With the last ReplicaSet that referenced it (config-refs.ts copiesFreedBy). */
+  | { kind: 'deleteConfigCopy'; copyKind: ConfigKind; name: string }
   | { kind: 'applyService'; role: ServiceRole; manifest: ServiceManifest }
   | { kind: 'deleteAnalysisJob'; name: string; why: string }
   /** restart: a pod of the active revision, through the Eviction API (restart.ts); a refusal (429) is no failure. */

@@ -17,6 +17,7 @@ import {
   type ValueProblem,
   ValueReader,
 } from '../app/cluster-values.ts';
+import { ANN_CONFIG_COPIES, parseCopies } from './config-refs.ts';
 import {
   ANN_APPLIED,
   ANN_COMMIT,
@@ -46,6 +47,8 @@ export interface ObservedReplicaSet extends ObjectRef {
   readyReplicas: number;
   availableReplicas: number;
   deleting: boolean;
+  /** The ConfigMap and Secret copies its template references ("configmap/NAME"), for their clean-up. */
+  copies?: string[];
   /** Labels and annotations that were ignored, and why. */
   problems?: ValueProblem[];
 }
@@ -114,10 +117,12 @@ export function observeReplicaSet(raw: unknown): ObservedReplicaSet | undefined 
   const revision = read.annotation(annotations, ANN_REVISION, positiveInteger) ?? 0;
   const image = read.annotation(annotations, ANN_IMAGE, imageReference) ?? '';
   const ownerUid = controllerUid(rs);
+  const copies = parseCopies(annotations?.[ANN_CONFIG_COPIES]);
   return {
     ...ref,
     app,
     hash,
+    ...(copies.length > 0 ? { copies } : {}),
     revision,
     image,
     ...(commit ? { commit } : {}),

@@ -1,5 +1,6 @@
 // The ReplicaSet of one revision.
 import type { App, RevisionStatus } from '../app/schema.ts';
+import { ANN_CONFIG_COPIES, type ConfigCopy, formatCopies } from './config-refs.ts';
 import { ANN_COMMIT, ANN_IMAGE, ANN_REVISION, LABEL_APP, LABEL_HASH, LABEL_MANAGED_BY, MANAGED_BY } from './labels.ts';
 import type { ObservedReplicaSet } from './observed.ts';
 import { ownerReference } from './owner.ts';
@@ -8,6 +9,10 @@ export interface Revision {
   hash: string;
   image: string;
   commit?: string;
+  /** The App's template with its ConfigMap and Secret references pointed at their copies (config-refs.ts). */
+  template?: App['spec']['template'];
+  /** The copies that template references: they must exist before its pods start. */
+  copies?: ConfigCopy[];
 }
 
 export const replicaSetName = (app: App, hash: string): string => `${app.metadata.name}-${hash}`;
@@ -23,8 +28,12 @@ export function appContainerIndex(containers: readonly { name: string }[]): numb
 }
 
 /** The pod template as the revision runs it: the App's, with the image and Teal's labels. */
-export function revisionTemplate(app: App, image: string): App['spec']['template'] {
-  const template = structuredClone(app.spec.template);
+export function revisionTemplate(
+  app: App,
+  image: string,
+  base: App['spec']['template'] = app.spec.template,
+): App['spec']['template'] {
+  const template = structuredClone(base);
   const index = appContainerIndex(template.spec.containers);
   const container = template.spec.containers[index];
   if (container) container.image = image;
@@ -32,7 +41,7 @@ export function revisionTemplate(app: App, image: string): App['spec']['template
 }
 
 export function replicaSetManifest(app: App, revision: Revision, number: number, replicas: number) {
-  const template = revisionTemplate(app, revision.image);
+  const template = revisionTemplate(app, revision.image, revision.template);
   const selector = selectorLabels(app, revision.hash);
   return {
     apiVersion: 'apps/v1',
@@ -45,6 +54,7 @@ export function replicaSetManifest(app: App, revision: Revision, number: number,
         [ANN_REVISION]: String(number),
         [ANN_IMAGE]: revision.image,
         ...(revision.commit ? { [ANN_COMMIT]: revision.commit } : {}),
+        ...(revision.copies?.length ? { [ANN_CONFIG_COPIES]: formatCopies(revision.copies) } : {}),
       },
       ownerReferences: [ownerReference(app)],
     },

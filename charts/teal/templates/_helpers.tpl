@@ -68,14 +68,18 @@ app.kubernetes.io/part-of: teal
 - apiGroups: [""]
   resources: ["pods/eviction"]
   verbs: ["create"]
-# Git credentials, webhook secrets and notification URLs and keys, read when used; never listed or watched.
+# Git credentials, webhook secrets and notification URLs and keys, and the Secrets pod templates
+# reference, read by name when used (those every 30 s): never listed or watched. Create and delete:
+# the immutable per-revision copies of referenced Secrets (teal.dev/config-copy): Teal deletes no other.
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["get"]
+  verbs: ["get", "create", "delete"]
 # Notifications: a namespace's default destinations (ConfigMap teal-notifications), read when there is news.
+# Configuration as part of the revision: ConfigMaps watched as a digest of their content (never their data),
+# read when a copy is made; the immutable per-revision copies created, and deleted with their revision.
 - apiGroups: [""]
   resources: ["configmaps"]
-  verbs: ["get"]
+  verbs: ["get", "list", "watch", "create", "delete"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]
