@@ -193,7 +193,7 @@ export class Executor {
         await this.copyConfig(namespace, action);
         return;
       case 'deleteConfigCopy':
-        await client.deleteConfigCopy(action.copyKind, namespace, action.name);
+        await client.deleteConfigCopy(action.copyKind, namespace, action.name, action.appUid);
         return;
       case 'deleteJob':
       case 'deleteAnalysisJob':

@@ -13,6 +13,7 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { API_VERSION, APP_API, type AppStatus, KIND } from '../app/schema.ts';
+import { LABEL_CONFIG_COPY } from '../rollout/config-refs.ts';
 import { apiStatusOf, ignoreNotFound } from './errors.ts';
 
 export const FIELD_MANAGER = 'teal';
@@ -57,9 +58,24 @@ export class Writer {
     }
   }
 
-  async deleteConfigCopy(kind: 'configmap' | 'secret', namespace: string, name: string): Promise<void> {
-    if (kind === 'configmap') await ignoreNotFound(this.coreApi.deleteNamespacedConfigMap({ namespace, name }));
-    else await ignoreNotFound(this.coreApi.deleteNamespacedSecret({ namespace, name }));
+  /**
+   * Deletes a copy Teal made for the App (config-refs.ts), and nothing else:
+   * the name comes from a ReplicaSet annotation anyone with edit rights can
+   * change, so the object must carry the copy label and the App as owner, and
+   * the delete is bound to the uid that was checked.
+   */
+  async deleteConfigCopy(kind: 'configmap' | 'secret', namespace: string, name: string, appUid: string): Promise<void> {
+    const read =
+      kind === 'configmap'
+        ? ignoreNotFound(this.coreApi.readNamespacedConfigMap({ namespace, name }))
+        : ignoreNotFound(this.coreApi.readNamespacedSecret({ namespace, name }));
+    const meta = (await read)?.metadata;
+    const ours =
+      meta?.labels?.[LABEL_CONFIG_COPY] === 'true' && (meta.ownerReferences ?? []).some((o) => o.uid === appUid);
+    if (!meta?.uid || !ours) return;
+    const body = { preconditions: { uid: meta.uid } };
+    if (kind === 'configmap') await ignoreNotFound(this.coreApi.deleteNamespacedConfigMap({ namespace, name, body }));
+    else await ignoreNotFound(this.coreApi.deleteNamespacedSecret({ namespace, name, body }));
   }
 
   async deleteJob(namespace: string, name: string): Promise<void> {

@@ -510,7 +510,12 @@ function scaleDownOthers(p: Planner, r: Rollout): void {
   // The copies first: a crash in between leaves the ReplicaSet, which is deleted (with them) again.
   const all = p.input.observed.replicaSets;
   for (const copy of copiesFreedBy(deleted, all, p.input.target?.copies ?? [])) {
-    p.actions.push({ kind: 'deleteConfigCopy', copyKind: copy.kind, name: copy.name });
+    p.actions.push({
+      kind: 'deleteConfigCopy',
+      copyKind: copy.kind,
+      name: copy.name,
+      appUid: p.app.metadata.uid ?? '',
+    });
   }
   for (const rs of deleted) p.actions.push({ kind: 'deleteReplicaSet', name: rs.name });
 }

@@ -22,7 +22,7 @@ export type RolloutAction =
   /** Before the ReplicaSet that references it: read from its source, checked against the digest it is named after. */
   | { kind: 'createConfigCopy'; copy: ConfigCopy; app: string; owner: OwnerReference }
   /** With the last ReplicaSet that referenced it (config-refs.ts copiesFreedBy). */
-  | { kind: 'deleteConfigCopy'; copyKind: ConfigKind; name: string }
+  | { kind: 'deleteConfigCopy'; copyKind: ConfigKind; name: string; appUid: string }
   | { kind: 'applyService'; role: ServiceRole; manifest: ServiceManifest }
   | { kind: 'deleteAnalysisJob'; name: string; why: string }
   /** restart: a pod of the active revision, through the Eviction API (restart.ts); a refusal (429) is no failure. */

@@ -264,8 +264,8 @@ describe('through the planner', () => {
     });
     const writes = planned.actions.filter((a) => a.kind === 'deleteConfigCopy' || a.kind === 'deleteReplicaSet');
     expect(writes).toEqual([
-      { kind: 'deleteConfigCopy', copyKind: 'configmap', name: 'a-1' },
-      { kind: 'deleteConfigCopy', copyKind: 'secret', name: 's-1' },
+      { kind: 'deleteConfigCopy', copyKind: 'configmap', name: 'a-1', appUid: 'uid-1' },
+      { kind: 'deleteConfigCopy', copyKind: 'secret', name: 's-1', appUid: 'uid-1' },
       { kind: 'deleteReplicaSet', name: 'web-aaaaaaaaaa' },
     ]);
   });
