@@ -169,17 +169,6 @@ export class AppController {
       onUpdate: (_old, t) => namespaceApps(t),
       onDelete: namespaceApps,
     });
-    // A restart's next eviction waits on its pods (one replaced, one gone); other Apps' pods are no news.
-    const restarting = (p: { value: { namespace: string; app: string } }) => {
-      const app = this.caches.apps.get(p.value.namespace, p.value.app);
-      const restart = (app?.status as { restart?: { finishedAt?: string } } | undefined)?.restart;
-      if (restart && restart.finishedAt === undefined) owner(p);
-    };
-    this.caches.appPods.addHandler({
-      onAdd: restarting,
-      onUpdate: (_old, p) => restarting(p),
-      onDelete: restarting,
-    });
     // A build pod's termination message carries the digest: its App must look again.
     const byJob = (p: { value: { namespace: string; job: string } }) => {
       const job = this.caches.jobs.get(p.value.namespace, p.value.job);

@@ -13,14 +13,13 @@ import { Informer, type InformerOptions, type KubeObjectLike, type RawObject } f
 import { StringPool } from '../kube/intern.ts';
 import { MultiNamespaceInformer, type SharedInformer } from '../kube/multi-namespace-informer.ts';
 import { ANN_LIVE_CONFIG, configMapDigest, findConfigRefs, LABEL_CONFIG_COPY } from '../rollout/config-refs.ts';
-import { LABEL_APP, LABEL_HASH } from '../rollout/labels.ts';
+import { LABEL_APP } from '../rollout/labels.ts';
 import {
   type ObservedReplicaSet,
   type ObservedService,
   observeReplicaSet,
   observeService,
 } from '../rollout/observed.ts';
-import { type ObservedPod, observePod } from '../rollout/restart.ts';
 
 export interface Meta {
   name: string;
@@ -106,12 +105,6 @@ function observeTemplate(raw: RawObject): CachedTemplate | undefined {
   };
 }
 
-/** Only what pods share: their names and resourceVersions would only churn the pool. */
-function internPod(pod: ObservedPod | undefined, pool: StringPool): ObservedPod | undefined {
-  if (!pod) return undefined;
-  return { ...pod, namespace: pool.string(pod.namespace), app: pool.string(pod.app), hash: pool.string(pod.hash) };
-}
-
 /** A ConfigMap as cached: a digest of its content, never the data (read by GET when a copy is made). */
 export interface CachedConfigMap {
   name: string;
@@ -142,7 +135,6 @@ export interface Caches {
   jobs: SharedInformer<Cached<ObservedJob>>;
   buildPods: SharedInformer<Cached<ObservedBuildPod>>;
   /** The pods of the Apps' revisions, for a restart (rollout/restart.ts). */
-  appPods: SharedInformer<Cached<ObservedPod>>;
   analysisJobs: SharedInformer<Cached<AnalysisJobRef>>;
   templates: SharedInformer<Cached<CachedTemplate>>;
   /** Every ConfigMap but Teal's copies, as a digest: a pod template's references are part of its revision. */
@@ -195,14 +187,6 @@ export function makeCaches(kubeConfig: KubeConfig, namespaces: readonly string[]
     logger: logger.child({ informer: 'build-pods' }),
   });
   buildPods.addIndex(JOBS_INDEX, (p) => [`${p.value.namespace}/${p.value.job}`]);
-  // Every revision's pods (their ReplicaSets give them both labels; build pods have no hash): a restart
-  // must see each pod's age and readiness, and which are going. Trimmed to that, and pooled.
-  const appPods = informer<Cached<ObservedPod>>('/api/v1', 'pods', {
-    labelSelector: `${LABEL_APP},${LABEL_HASH}`,
-    transform: (raw) => wrap(internPod(observePod(raw), pool)),
-    logger: logger.child({ informer: 'app-pods' }),
-  });
-  appPods.addIndex(APPS_INDEX, (p) => [`${p.value.namespace}/${p.value.app}`]);
   const analysisJobs = informer<Cached<AnalysisJobRef>>('/apis/batch/v1', 'jobs', {
     labelSelector: `${LABEL_APP},${LABEL_ANALYSIS}`,
     transform: (raw) => wrap(observeAnalysisJob(raw)),
@@ -218,7 +202,7 @@ export function makeCaches(kubeConfig: KubeConfig, namespaces: readonly string[]
     transform: (raw) => wrap(observeConfigMap(raw, pool)),
     logger: logger.child({ informer: 'configmaps' }),
   });
-  return { apps, replicaSets, services, jobs, buildPods, appPods, analysisJobs, templates, configMaps };
+  return { apps, replicaSets, services, jobs, buildPods, analysisJobs, templates, configMaps };
 }
 
 /**

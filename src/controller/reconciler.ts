@@ -41,9 +41,10 @@ import {
   secretDigest,
   sourcesToRead,
 } from '../rollout/config-refs.ts';
-import { FINALIZER } from '../rollout/labels.ts';
+import { FINALIZER, LABEL_APP, LABEL_HASH } from '../rollout/labels.ts';
 import type { Observed } from '../rollout/observed.ts';
 import type { AnalysisObserved } from '../rollout/planner.ts';
+import { type ObservedPod, observePod } from '../rollout/restart.ts';
 import { isAdopted, serviceName } from '../rollout/service.ts';
 import { specProblems } from '../rollout/spec-problems.ts';
 import { targetRevision } from '../rollout/target.ts';
@@ -152,6 +153,12 @@ export class Reconciler {
   constructor(options: ReconcilerOptions) {
     this.o = options;
     this.executor = new Executor(options.client, options.canWrite);
+    // Once the cache shows an App past this process's last status write, nothing is left to wait for.
+    const caughtUp = (app: CachedApp) => {
+      const key = `${app.metadata.namespace}/${app.metadata.name}`;
+      if (this.behind.get(key)?.resourceVersion !== app.metadata.resourceVersion) this.behind.delete(key);
+    };
+    options.caches.apps.addHandler({ onAdd: caughtUp, onUpdate: (_old, app) => caughtUp(app), onDelete: caughtUp });
   }
 
   async reconcile(key: string): Promise<Result> {
@@ -308,8 +315,7 @@ export class Reconciler {
       now: r.now,
       target: configuredRevision(targetRevision(sourced), config.configured),
       intents: r.intents,
-      // Only a restart reads them (rollout/restart.ts).
-      pods: this.o.caches.appPods.byIndex(APPS_INDEX, r.key).map((c) => c.value),
+      ...(await this.restartingPods(r)),
       analysis: this.analysisObserved(r),
       ...(this.o.buildDefaults ? { buildDefaults: this.o.buildDefaults } : {}),
       ...(r.build?.running ? { building: true } : {}),
@@ -444,6 +450,22 @@ export class Reconciler {
   private notify(r: Reconciliation, prepared: Prepared): void {
     const { namespace, name } = r.cached.metadata;
     this.o.notifier?.landed({ key: r.key, namespace, name }, prepared.status, prepared);
+  }
+
+  /**
+   * A restart's pods, read only while one is asked for or under way (rollout/restart.ts):
+   * a pod cache would hold every pod of every App, and see every pod change, for a rare action.
+   */
+  private async restartingPods(r: Reconciliation): Promise<{ pods?: ObservedPod[] }> {
+    const restart = (r.cached.status as AppStatus | undefined)?.restart;
+    const running = restart !== undefined && restart.finishedAt === undefined;
+    if (!running && !r.intents.some((i) => i.action === 'restart')) return {};
+    const { namespace, name } = r.target;
+    const listed = await reading(
+      `the pods of App ${namespace}/${name}`,
+      this.o.client.listPods(namespace, `${LABEL_APP}=${name},${LABEL_HASH}`),
+    );
+    return { pods: listed.flatMap((pod) => observePod(pod) ?? []) };
   }
 
   /** The templates of the App's namespace, and the results in for its measurements. */

@@ -1,7 +1,7 @@
 // What the App reconciler reads from and writes to the API server, in one
 // injected client: the writes of apply.ts, and the few reads the cache cannot
 // serve (Secrets, which Teal does not watch).
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { Writer } from './apply.ts';
 import { ignoreNotFound } from './errors.ts';
 
@@ -55,5 +55,13 @@ export class ClusterClient extends Writer {
   async readSecretKeys(namespace: string, name: string): Promise<string[] | undefined> {
     const secret = await ignoreNotFound(this.core.readNamespacedSecret({ namespace, name }));
     return secret ? Object.keys(secret.data ?? {}) : undefined;
+  }
+
+  /**
+   * The pods a label selector picks in one namespace: a restart reads its
+   * App's pods while it runs, rather than every replica caching every pod.
+   */
+  async listPods(namespace: string, labelSelector: string): Promise<V1Pod[]> {
+    return (await this.core.listNamespacedPod({ namespace, labelSelector })).items;
   }
 }

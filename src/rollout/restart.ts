@@ -84,6 +84,12 @@ export function resolveMaxUnavailable(value: number | string | undefined, replic
   return Math.max(1, Math.min(Number.isFinite(pods) ? pods : 1, replicas));
 }
 
+/**
+ * The pods are read, not watched (a cache of every pod for a rare action): their ReplicaSet's
+ * status changes wake the App, and so does this, should a replacement come and go between two
+ * of them.
+ */
+export const RESTART_LOOK_AGAIN_MS = 10_000;
 /** First check that an eviction landed; doubled for each refusal in a row, up to the cap. */
 export const EVICTION_CHECK_MS = 5_000;
 export const EVICTION_CHECK_MAX_MS = 60_000;
@@ -131,8 +137,10 @@ export function planRestart(input: RestartInput): RestartPlan {
   const evictions = settleEvictions(restart, pods, nowMs);
   if (old.length === 0) {
     // Over once the new pods serve in full: a replacement the cache has not shown yet still counts.
-    if (!isServingInFull(input, pods))
-      return { restart, evict: [], events: [], message: progressMessage(input, pods.length, 0, []) };
+    if (!isServingInFull(input, pods)) {
+      const message = progressMessage(input, pods.length, 0, []);
+      return { restart, evict: [], wakeAt: nowMs + RESTART_LOOK_AGAIN_MS, events: [], message };
+    }
     return finished(input, pods.length);
   }
   const floor = Math.max(0, input.replicas - resolveMaxUnavailable(input.maxUnavailable, input.replicas));
@@ -141,7 +149,8 @@ export function planRestart(input: RestartInput): RestartPlan {
     .slice(0, Math.max(0, Math.min(budget, MAX_EVICTIONS)))
     .map((p) => p.name);
   const next = nextStatus(restart, evictions, evict, input.now);
-  const wakeAt = evict.length > 0 ? nowMs + checkDelayMs(next.refusals ?? 0) : evictions.checkAt;
+  const wakeAt =
+    evict.length > 0 ? nowMs + checkDelayMs(next.refusals ?? 0) : (evictions.checkAt ?? nowMs + RESTART_LOOK_AGAIN_MS);
   return {
     restart: next,
     evict,

@@ -10,6 +10,7 @@ import {
   type ObservedPod,
   observePod,
   planRestart,
+  RESTART_LOOK_AGAIN_MS,
   type RestartInput,
   resolveMaxUnavailable,
   restartStartedAt,
@@ -158,7 +159,8 @@ describe('planRestart', () => {
     );
     expect(waiting.evict).toEqual([]);
     expect(waiting.restart.evicting).toBeUndefined();
-    expect(waiting.wakeAt).toBeUndefined();
+    // Pods are read, not watched: a look again in case no ReplicaSet change comes first.
+    expect(waiting.wakeAt).toBe(Date.parse(at(2)) + RESTART_LOOK_AGAIN_MS);
     // The terminating pod counts by its replacement alone.
     expect(waiting.message).toBe('restarting revision 2: 1/3 pods replaced');
     const ready = planRestart(
