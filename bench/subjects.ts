@@ -152,13 +152,31 @@ export function tealEntry(source: boolean): { path: string; how: string } {
   };
 }
 
+/**
+ * How the image runs the bundle: the node flags of the Dockerfile's ENTRYPOINT and its ENV
+ * lines, read from the Dockerfile so the bench measures what ships. TEAL_OPERATOR_NODE_ARGS,
+ * when set, replaces the flags (GC settings under trial).
+ */
+export function imageRuntime(): { nodeArgs: string[]; env: Record<string, string> } {
+  const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+  const entry = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(dockerfile)?.[1];
+  const argv = entry ? (JSON.parse(entry) as string[]) : [];
+  const env = Object.fromEntries(
+    [...dockerfile.matchAll(/^ENV\s+([A-Z_][A-Z0-9_]*)=(\S+)\s*$/gm)].map((m) => [m[1] as string, m[2] as string]),
+  );
+  return { nodeArgs: argv.filter((a) => a.startsWith('--')), env };
+}
+
 export function teal(opts: TealOptions, namespace: string): Subject {
   const { clients, kubeconfig, logDir } = opts;
   const entry = tealEntry(opts.source);
+  // The image's runtime goes with the bundle; the source runs as `make run` does.
+  const runtime = entry.path.endsWith('dist/teal.js') ? imageRuntime() : { nodeArgs: [], env: {} };
+  const nodeArgs = opts.nodeArgs.length > 0 ? opts.nodeArgs : runtime.nodeArgs;
   const api = { group: GROUP, version: VERSION, namespace, plural: PLURAL };
   return {
     id: 'teal',
-    title: `Teal (${entry.how})`,
+    title: `Teal (${[entry.how, ...nodeArgs].join(' ')})`,
     namespace,
     own: isTealRequest,
     install: async () => {
@@ -210,13 +228,13 @@ export function teal(opts: TealOptions, namespace: string): Subject {
           '--expose-gc',
           '--import',
           join(root, 'bench/heap-probe.mjs'),
-          ...opts.nodeArgs,
+          ...nodeArgs,
           entry.path,
           ...['--kubeconfig', kubeconfig, '--namespace', namespace, '--leader-elect=false'],
           ...['--http-addr', `127.0.0.1:${port}`, '--log-level', 'warn'],
         ],
         join(logDir, 'teal.log'),
-        { ...process.env, TEAL_BENCH_HEAP_FILE: heapFile },
+        { ...process.env, ...runtime.env, TEAL_BENCH_HEAP_FILE: heapFile },
       );
       return {
         pid: child.pid ?? -1,
