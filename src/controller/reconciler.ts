@@ -36,9 +36,11 @@ import {
   configuredRevision,
   configureTemplate,
   parseLiveConfig,
+  recheckAfterMs,
   refKey,
   type SourceState,
   secretDigest,
+  secretsDue,
   sourcesToRead,
 } from '../rollout/config-refs.ts';
 import { FINALIZER, LABEL_APP, LABEL_HASH } from '../rollout/labels.ts';
@@ -122,13 +124,6 @@ interface Reconciliation {
 /** A sub-step: it may act, records what it found true in r.status, and may ask to run again after a while. */
 type SubStep = (r: Reconciliation, app: App) => Promise<Result>;
 
-/**
- * How often the Secrets an App's template references are read again (by GET:
- * Teal may not list or watch Secrets), and the App woken to do so. A Secret
- * edit is seen within this; a ConfigMap edit at once, through its watch.
- */
-export const CONFIG_RECHECK_MS = 30_000;
-
 /** The digests of an App's referenced Secrets, and when they were read; never their data. */
 interface SecretDigests {
   readAt: number;
@@ -147,7 +142,7 @@ export class Reconciler {
   private readonly reported = new Map<string, Set<string>>();
   /** Per App key, the resourceVersion the last status write replaced, until the cache has moved past it. */
   private readonly behind = new Map<string, { resourceVersion: string; at: number }>();
-  /** Per App key, its referenced Secrets' digests as last read (see CONFIG_RECHECK_MS). */
+  /** Per App key, its referenced Secrets' digests as last read (config-refs.ts CONFIG_RECHECK_MS). */
   private readonly secretDigests = new Map<string, SecretDigests>();
 
   constructor(options: ReconcilerOptions) {
@@ -362,16 +357,16 @@ export class Reconciler {
     }
     const configured = configureTemplate(app.spec.template, uid, sources, live);
     configured.problems.unshift(...problems);
-    const requeueAfterMs = Math.max(0, secrets.readAt + CONFIG_RECHECK_MS - r.now.getTime()) + 1;
+    const requeueAfterMs = recheckAfterMs(secrets.readAt, r.now.getTime());
     return { configured, requeueAfterMs };
   }
 
-  /** The digests of the named Secrets: those read less than CONFIG_RECHECK_MS ago, else read now. */
+  /** The digests of the named Secrets: those read less than CONFIG_RECHECK_MS ago (config-refs.ts), else read now. */
   private async readSecretDigests(r: Reconciliation, appUid: string, names: readonly string[]): Promise<SecretDigests> {
     const now = r.now.getTime();
     const known = this.secretDigests.get(r.key);
-    const fresh = known && now - known.readAt < CONFIG_RECHECK_MS && names.every((n) => known.digests.has(n));
-    if (known && fresh) return known;
+    const last = known ? { readAt: known.readAt, names: new Set(known.digests.keys()) } : undefined;
+    if (known && !secretsDue(last, names, now)) return known;
     const digests = new Map<string, SourceState>();
     for (const name of names) {
       const what = `Secret ${r.target.namespace}/${name}`;

@@ -146,6 +146,29 @@ export function parseLiveConfig(value: string | undefined): { live: Set<string>;
   return { live, problems };
 }
 
+// ---- when Secrets are read again ----
+
+/**
+ * How often the Secrets an App's template references are read again (by GET:
+ * Teal may not list or watch Secrets), and the App woken to do so. A Secret
+ * edit is seen within this; a ConfigMap edit at once, through its watch.
+ */
+export const CONFIG_RECHECK_MS = 30_000;
+
+/** Whether Secrets last read at `readAt` must be read now: the interval is over, or a name was never read. */
+export function secretsDue(
+  known: { readAt: number; names: ReadonlySet<string> } | undefined,
+  names: readonly string[],
+  nowMs: number,
+): boolean {
+  if (!known || nowMs - known.readAt >= CONFIG_RECHECK_MS) return true;
+  return !names.every((n) => known.names.has(n));
+}
+
+/** When to wake the App to read them again: exactly once the interval is over, never a busy loop. */
+export const recheckAfterMs = (readAt: number, nowMs: number): number =>
+  Math.max(0, readAt + CONFIG_RECHECK_MS - nowMs) + 1;
+
 // ---- content digests and copy names ----
 
 function canonicalJson(value: Record<string, string> | undefined): string {

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { plan } from '../../src/rollout/bluegreen.ts';
 import {
   ANN_CONFIG_COPIES,
+  CONFIG_RECHECK_MS,
   configMapDigest,
   configuredRevision,
   configureTemplate,
@@ -13,8 +14,10 @@ import {
   copyName,
   findConfigRefs,
   parseLiveConfig,
+  recheckAfterMs,
   type SourceState,
   secretDigest,
+  secretsDue,
   sourcesToRead,
 } from '../../src/rollout/config-refs.ts';
 import { podTemplateHash } from '../../src/rollout/hash.ts';
@@ -281,5 +284,23 @@ describe('through the planner', () => {
       spec: { selector: { matchLabels: { 'teal.dev/app': 'web', 'teal.dev/pod-template-hash': 'aaaaaaaaaa' } } },
     });
     expect(observed?.copies).toEqual(['configmap/a-1', 'secret/s-1']);
+  });
+});
+
+describe('when Secrets are read again', () => {
+  const known = { readAt: T0, names: new Set(['db', 'api']) };
+
+  it('reads them when never read, once the interval is over, or when the template names a new one', () => {
+    expect(secretsDue(undefined, ['db'], T0)).toBe(true);
+    expect(secretsDue(known, ['db', 'api'], T0 + CONFIG_RECHECK_MS - 1)).toBe(false);
+    expect(secretsDue(known, ['db'], T0 + CONFIG_RECHECK_MS)).toBe(true);
+    expect(secretsDue(known, ['db', 'tls'], T0 + 1)).toBe(true);
+  });
+
+  it('wakes the App exactly when they are due, however often it reconciles meanwhile', () => {
+    expect(recheckAfterMs(T0, T0)).toBe(CONFIG_RECHECK_MS + 1);
+    expect(recheckAfterMs(T0, T0 + 10_000)).toBe(CONFIG_RECHECK_MS - 10_000 + 1);
+    expect(secretsDue(known, ['db'], T0 + recheckAfterMs(T0, T0 + 10_000) + 10_000)).toBe(true);
+    expect(recheckAfterMs(T0, T0 + CONFIG_RECHECK_MS * 2)).toBe(1);
   });
 });
