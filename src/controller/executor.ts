@@ -4,10 +4,17 @@
 // ActionFailed that names the object and carries the API server's answer, so
 // the App's status can say what went wrong.
 import type { Logger } from 'pino';
-import type { ClusterClient } from '../kube/cluster-client.ts';
+import type { ClusterClient, ConfigSource } from '../kube/cluster-client.ts';
 import { errorMessage, ignoreNotFound } from '../kube/errors.ts';
 import type { ClusterAction } from '../rollout/cluster-actions.ts';
-import { configMapDigest, copyManifest, copyName, kindName, secretDigest } from '../rollout/config-refs.ts';
+import {
+  type ConfigCopy,
+  configMapDigest,
+  copyManifest,
+  copyName,
+  kindName,
+  secretDigest,
+} from '../rollout/config-refs.ts';
 import { ANN_SCALE_DOWN_AT, FINALIZER } from '../rollout/labels.ts';
 import { restoredServiceManifest } from '../rollout/service.ts';
 
@@ -15,6 +22,15 @@ export class NotLeaderError extends Error {
   constructor() {
     super('not the leader: writes are refused');
   }
+}
+
+/** The name a copy of this content gets; a Secret's digest is keyed by its source's uid. */
+function copyNameOf(copy: ConfigCopy, appUid: string, sourceUid: string, content: ConfigSource): string {
+  const digest =
+    copy.kind === 'configmap'
+      ? configMapDigest(content.data, content.binaryData)
+      : secretDigest(appUid, sourceUid, content.type ?? 'Opaque', content.data);
+  return copyName(appUid, copy.source, digest);
 }
 
 /** A write the API server refused (or that never got an answer), named for people. */
@@ -158,20 +174,23 @@ export class Executor {
   /**
    * Reads the source again and copies it, if it still has the content the
    * copy is named after: one changed since the plan makes this fail, and the
-   * retry plans the newer content. Its data goes straight into the copy.
+   * retry plans the newer content. Its data goes straight into the copy. An
+   * object already of that name is used only if its content is the source's.
    */
   private async copyConfig(namespace: string, action: Extract<ClusterAction, { kind: 'createConfigCopy' }>) {
     const { copy, owner } = action;
+    const what = `${kindName(copy.kind)} ${copy.source}`;
     const source = await this.client.readConfigSource(copy.kind, namespace, copy.source);
-    const digest = !source
-      ? undefined
-      : copy.kind === 'configmap'
-        ? configMapDigest(source.data, source.binaryData)
-        : secretDigest(owner.uid, source.uid, source.type ?? 'Opaque', source.data);
-    if (!source || !digest || copyName(owner.uid, copy.source, digest) !== copy.name) {
-      throw new Error(`${kindName(copy.kind)} ${copy.source} changed (or went) since it was read; planning again`);
+    if (!source || copyNameOf(copy, owner.uid, source.uid, source) !== copy.name) {
+      throw new Error(`${what} changed (or went) since it was read; planning again`);
     }
-    await this.client.createOnce(copyManifest(copy, namespace, action.app, owner, source));
+    if (await this.client.createOnce(copyManifest(copy, namespace, action.app, owner, source))) return;
+    const existing = await this.client.readConfigSource(copy.kind, namespace, copy.name);
+    if (!existing || copyNameOf(copy, owner.uid, source.uid, existing) !== copy.name) {
+      throw new Error(
+        `${kindName(copy.kind)} ${copy.name} exists with other content than ${what}; Teal does not use it`,
+      );
+    }
   }
 
   private async write(target: Target, action: ClusterAction): Promise<void> {

@@ -49,12 +49,14 @@ export class Writer {
     await ignoreNotFound(this.apps.deleteNamespacedReplicaSet({ namespace, name, propagationPolicy: 'Background' }));
   }
 
-  /** Creates an object that never changes once made (a config copy): one that already exists is it. */
-  async createOnce<T extends KubernetesObject>(manifest: T): Promise<void> {
+  /** Creates an object that never changes once made (a config copy); false when one of that name exists. */
+  async createOnce<T extends KubernetesObject>(manifest: T): Promise<boolean> {
     try {
       await this.objects.create(manifest, undefined, undefined, FIELD_MANAGER);
+      return true;
     } catch (err) {
       if (apiStatusOf(err)?.code !== 409) throw err;
+      return false;
     }
   }
 

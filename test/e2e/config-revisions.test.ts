@@ -3,6 +3,7 @@
 // a change of their content is a new revision that goes through preview and
 // promotion, undo returns to the old copy, an unrelated change does nothing,
 // an opted-out reference stays live, and the copies go with their revision.
+import { createHash } from 'node:crypto';
 import type { V1ReplicaSet } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppInput } from '../../src/app/schema.ts';
@@ -213,6 +214,32 @@ describe('a referenced ConfigMap is part of the revision', () => {
     });
     expect(await configMapData(copies[2] ?? '')).toEqual({ v: '3' });
     expect(await configMapData(copies[3] ?? '')).toEqual({ v: '4' });
+  });
+  it('an object squatting on the name of the next copy, with other content, is not used: the release waits and says why', async () => {
+    await putConfigMap('squat-src', { k: 'v1' });
+    await createApp(ns, appWith('squat', { volumes: [{ name: 'c', configMap: { name: 'squat-src' } }] }));
+    const one = await waitForApp(ns, 'squat', 'revision 1 Healthy', phase('Healthy'));
+    // The copy name v2 will get: the App's uid and the content (src/rollout/config-refs.ts copyName).
+    const digest = createHash('sha256')
+      .update(`${JSON.stringify([['k', 'v2']])}\n${JSON.stringify([])}`)
+      .digest('hex');
+    const hash = createHash('sha256').update(`${one.metadata.uid}\n${digest}`).digest('hex').slice(0, 10);
+    const squatter = `squat-src-${hash}`;
+    await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name: squatter }, data: { k: 'evil' } },
+    });
+    await putConfigMap('squat-src', { k: 'v2' });
+    const refused = await waitForApp(ns, 'squat', 'the squatted copy refused', (a) =>
+      (a.status?.message ?? '').includes(`ConfigMap ${squatter} exists with other content`),
+    );
+    expect(refused.status?.active?.revision).toBe(1);
+    expect((await replicaSetsOf(ns, 'squat')).length).toBe(1);
+
+    await core.deleteNamespacedConfigMap({ namespace: ns, name: squatter });
+    const two = await waitForApp(ns, 'squat', 'a revision ready in preview', previewReady);
+    expect(volumeConfigMap(await podSpecOf('squat', hashOf(two, 'preview')))).toBe(squatter);
+    expect(await configMapData(squatter)).toEqual({ k: 'v2' });
   });
 });
 
