@@ -21,7 +21,7 @@ COPY --from=build /src/dist/teal.js /src/dist/teal.js.map /src/dist/teal.js.LEGA
 USER 1000:1000
 # Flags for a controller's heap, measured at 1,000 Apps converging (docs/memory.md):
 # a small young generation and GC on the main thread keep the peak near the steady
-# state (140 MiB against 325 with Node's defaults), and two malloc arenas keep
+# state (140 MiB against 295-325 with Node's defaults), and two malloc arenas keep
 # glibc from holding freed native memory per thread.
 ENV MALLOC_ARENA_MAX=2
 ENTRYPOINT ["node", "--max-semi-space-size=1", "--single-threaded-gc", "dist/teal.js"]
