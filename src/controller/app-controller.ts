@@ -15,7 +15,7 @@ import { configMapReader } from '../notify/config-map.ts';
 import { Notifier } from '../notify/notifier.ts';
 import { Sender } from '../notify/sender.ts';
 import { AnalysisRunner } from './analysis-runner.ts';
-import { type CachedApp, type Caches, makeCaches } from './cache.ts';
+import { type CachedApp, type Caches, makeCaches, watchConfigMaps } from './cache.ts';
 import { Controller, type Decision } from './controller.ts';
 import { ActionFailed, NotLeaderError } from './executor.ts';
 import type { Metrics } from './metrics.ts';
@@ -113,9 +113,13 @@ export class AppController {
       logger: options.logger.child({ runner: 'analysis' }),
     });
     this.sender = makeSender(client, enqueue, options);
+    const readConfigMap = configMapReader(options.kubeConfig);
     const notifier = new Notifier({
       sender: this.sender,
-      readConfigMap: configMapReader(options.kubeConfig),
+      // The ConfigMap cache knows whether a namespace has a default at all: most have none, and
+      // asking the API server for it at each transition of each App was a GET per new App.
+      readConfigMap: async (namespace, name, key) =>
+        this.caches.configMaps.get(namespace, name) ? readConfigMap(namespace, name, key) : undefined,
       onDropped: (n) => options.metrics?.notifications.inc({ type: 'any', trigger: 'any', result: 'dropped' }, n),
     });
     this.reconciler = new Reconciler({
@@ -169,6 +173,8 @@ export class AppController {
       onUpdate: (_old, t) => namespaceApps(t),
       onDelete: namespaceApps,
     });
+    // A referenced ConfigMap's content is part of the revision: its Apps look again when it changes.
+    watchConfigMaps(this.caches, enqueue);
     // A build pod's termination message carries the digest: its App must look again.
     const byJob = (p: { value: { namespace: string; job: string } }) => {
       const job = this.caches.jobs.get(p.value.namespace, p.value.job);

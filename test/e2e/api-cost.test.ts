@@ -32,7 +32,7 @@ afterAll(async () => {
 });
 
 describe('API cost', () => {
-  it(`${APPS} new Apps: two Events each, and no Service read by name`, async () => {
+  it(`${APPS} new Apps: two Events each, and no Service or ConfigMap read by name`, async () => {
     operator = await startOperator({ namespace: ns, kubeconfig: recorder.kubeconfig });
     const names = Array.from({ length: APPS }, (_, i) => `cost-${i}`);
     for (const name of names) await createApp(ns, e2eApp(name));
@@ -53,6 +53,8 @@ describe('API cost', () => {
     );
     // ScalingReplicaSet (from 0, first release) and PhaseHealthy.
     expect(events).toBe(2 * APPS);
+    // Whether the namespace has a notifications default (it has none), the ConfigMap cache says.
+    expect(recorder.count('GET', `/api/v1/namespaces/${ns}/configmaps/teal-notifications`)).toBe(0);
     // Whether a Service exists, Teal's or someone's to adopt, the cache says.
     expect(serviceReads).toEqual(names.map(() => 0));
   });
