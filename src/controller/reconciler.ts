@@ -351,9 +351,11 @@ export class Reconciler {
     );
     const sources = new Map<string, SourceState>();
     for (const { kind, name } of toRead) {
+      // A ConfigMap's digest comes from the cache; a Secret's state from its last read ('missing' included).
+      const cached = kind === 'configmap' ? this.o.caches.configMaps.get(namespace, name)?.value.digest : undefined;
       const state =
-        kind === 'configmap' ? this.o.caches.configMaps.get(namespace, name)?.value.digest : secrets.digests.get(name);
-      sources.set(refKey(kind, name), typeof state === 'string' ? { digest: state } : (state ?? 'missing'));
+        kind === 'configmap' ? (cached !== undefined ? { digest: cached } : undefined) : secrets.digests.get(name);
+      sources.set(refKey(kind, name), state ?? 'missing');
     }
     const configured = configureTemplate(app.spec.template, uid, sources, live);
     configured.problems.unshift(...problems);

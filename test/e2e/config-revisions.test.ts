@@ -283,4 +283,11 @@ describe('a referenced Secret is part of the revision', () => {
     expect(seen).not.toContain(password);
     expect(seen).not.toContain(Buffer.from(password).toString('base64'));
   });
+  it('an optional reference to a Secret that does not exist is left as it is, and the App releases', async () => {
+    // As the weather example has it: the app serves sample data without its API key.
+    const env = [{ name: 'KEY', valueFrom: { secretKeyRef: { name: 'absent', key: 'k', optional: true } } }];
+    await createApp(ns, appWith('opt', { containers: [{ name: 'app', env, ports: [{ containerPort: 8080 }] }] }));
+    const one = await waitForApp(ns, 'opt', 'revision 1 Healthy', phase('Healthy'));
+    expect(secretKeyRefName(await podSpecOf('opt', hashOf(one, 'active')))).toBe('absent');
+  });
 });
