@@ -136,6 +136,12 @@ export class AppController {
       ...(options.buildDefaults ? { buildDefaults: options.buildDefaults } : {}),
       ...(options.metrics ? { metrics: options.metrics } : {}),
     });
+    this.watch(enqueue);
+  }
+
+  /** What queues an App: its own changes, its objects' events, and those of what it references. */
+  private watch(enqueue: (key: string) => void): void {
+    const { options } = this;
     this.caches.apps.addHandler({
       onAdd: (a) => enqueue(`${a.metadata.namespace}/${a.metadata.name}`),
       onUpdate: (old, a) => {
