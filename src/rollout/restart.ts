@@ -61,13 +61,14 @@ export function observePod(raw: unknown): ObservedPod | undefined {
 }
 
 /**
- * The restart's time, cut to the second: the API server keeps creationTimestamp
- * to the second, so a pod created later in the same second is not taken for
- * an old one (and replaced twice).
+ * The restart's time: the next whole second. The API server keeps
+ * creationTimestamp to the second, so a pod created in the second the restart
+ * was asked is older than it, and is replaced; and the first eviction waits
+ * for that second (planRestart), so no replacement is ever taken for an old pod.
  */
 export function restartStartedAt(now: string): string {
   const ms = Date.parse(now);
-  return new Date(ms - (ms % 1000)).toISOString();
+  return new Date(Math.ceil(ms / 1000) * 1000).toISOString();
 }
 
 const PERCENT = /^(\d+)%$/;
@@ -133,6 +134,8 @@ export function planRestart(input: RestartInput): RestartPlan {
   const nowMs = Date.parse(input.now);
   const pods = input.pods.filter((p) => p.hash === restart.podTemplateHash);
   const startMs = Date.parse(restart.startedAt);
+  if (nowMs < startMs)
+    return { restart, evict: [], wakeAt: startMs, events: [], message: progressMessage(input, 0, pods.length, []) };
   const old = pods.filter((p) => Date.parse(p.createdAt) < startMs);
   const evictions = settleEvictions(restart, pods, nowMs);
   if (old.length === 0) {

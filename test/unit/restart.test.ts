@@ -118,8 +118,16 @@ describe('the pods a restart reads', () => {
     expect(observePod({ metadata: { ...raw.metadata, labels: { 'teal.dev/app': 'web' } } })).toBeUndefined();
   });
 
-  it('starts at the second: a pod created later in the same second is not an old one', () => {
-    expect(restartStartedAt('2026-11-21T10:00:00.734Z')).toBe(START);
+  it('starts at the next second: a pod created in the second it was asked is an old one, and nothing goes before', () => {
+    expect(restartStartedAt('2026-11-21T09:59:59.734Z')).toBe(START);
+    expect(restartStartedAt(START)).toBe(START);
+    // Pods created in the second the restart was asked (their timestamps cut to it) are old.
+    const sameSecond = ['a', 'b', 'c'].map((n) => pod(n, { createdAt: '2026-11-21T09:59:59Z' }));
+    const early = planRestart(input({ pods: sameSecond, now: '2026-11-21T09:59:59.900Z' }));
+    expect(early.evict).toEqual([]);
+    expect(early.restart.finishedAt).toBeUndefined();
+    expect(early.wakeAt).toBe(Date.parse(START));
+    expect(planRestart(input({ pods: sameSecond, now: START })).evict).toEqual(['a']);
   });
 });
 
