@@ -7,6 +7,7 @@ import { verifySignature } from '../../src/api/webhook-providers.ts';
 import type { NotificationDestination, PendingNotification } from '../../src/app/schema.ts';
 import { slackBody } from '../../src/notify/bodies.ts';
 import { Sender, verdictOf } from '../../src/notify/sender.ts';
+import { waitFor } from '../support/wait.ts';
 
 interface Received {
   headers: IncomingHttpHeaders;
@@ -66,9 +67,9 @@ function sender(url: string, secrets: Record<string, string> = { url, key: 'sign
   return { s, enqueued };
 }
 
-async function until(check: () => boolean): Promise<void> {
-  while (!check()) await new Promise((r) => setTimeout(r, 10));
-}
+/** Waits on a condition, with the suite's generous deadline and a message naming what never came. */
+const until = (check: () => boolean, what = 'the condition') =>
+  waitFor(what, async () => (check() ? true : undefined), { intervalMs: 10 });
 
 describe('Sender', () => {
   it('sends the signed JSON body with its delivery id; a receiver verifies it as Teal verifies webhooks', async () => {
@@ -158,15 +159,21 @@ describe('Sender', () => {
 
   it('a replica that may not write the App sends nothing', async () => {
     const r = await receiver([200]);
+    // Another App, which this replica may write, is sent after it: once that one has arrived, the first
+    // would have too (the check is at dispatch, not after a wait).
+    const other = { key: 'team/api', namespace: 'team', name: 'api' };
     const s = new Sender({
       readSecretValue: async () => r.url,
       enqueue: () => {},
-      canWrite: () => false,
+      canWrite: (key) => key === other.key,
       logger: pino({ level: 'silent' }),
     });
     s.dispatch(app, [entry], [{ ...hook, signingSecretRef: undefined }]);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(r.received).toHaveLength(0);
+    s.dispatch(other, [entry], [{ ...hook, signingSecretRef: undefined }]);
+    await until(() => r.received.length > 0, "the other App's delivery");
+    s.stop();
+    expect(r.received).toHaveLength(1);
+    expect(JSON.parse(r.received[0]?.body.toString() ?? '{}')).toMatchObject({ app: { name: 'api' } });
   });
 
   it('classifies answers: 2xx delivered, 408/429/5xx retried (Retry-After honoured), other 4xx and 3xx final', () => {
