@@ -11,7 +11,6 @@ import { ClusterClient } from '../kube/cluster-client.ts';
 import { errorMessage, isConflict } from '../kube/errors.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import { WorkQueue } from '../kube/workqueue.ts';
-import { configMapReader } from '../notify/config-map.ts';
 import { Notifier } from '../notify/notifier.ts';
 import { Sender } from '../notify/sender.ts';
 import { AnalysisRunner } from './analysis-runner.ts';
@@ -113,13 +112,14 @@ export class AppController {
       logger: options.logger.child({ runner: 'analysis' }),
     });
     this.sender = makeSender(client, enqueue, options);
-    const readConfigMap = configMapReader(options.kubeConfig);
     const notifier = new Notifier({
       sender: this.sender,
       // The ConfigMap cache knows whether a namespace has a default at all: most have none, and
       // asking the API server for it at each transition of each App was a GET per new App.
       readConfigMap: async (namespace, name, key) =>
-        this.caches.configMaps.get(namespace, name) ? readConfigMap(namespace, name, key) : undefined,
+        this.caches.configMaps.get(namespace, name)
+          ? (await client.readConfigSource('configmap', namespace, name))?.data[key]
+          : undefined,
       onDropped: (n) => options.metrics?.notifications.inc({ type: 'any', trigger: 'any', result: 'dropped' }, n),
     });
     this.reconciler = new Reconciler({
