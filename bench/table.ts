@@ -2,7 +2,7 @@
 // a row per figure, each with the load average it was taken under.
 import { type Counts, summarize } from './audit.ts';
 import type { Figure, RunResult } from './scenario.ts';
-import { MiB, num, withLoad } from './stats.ts';
+import { MiB, num, percentile, withLoad } from './stats.ts';
 
 const mib = (f: Figure) => withLoad(f.value === undefined ? '–' : `${num(f.value / MiB)} MiB`, f.load);
 
@@ -56,6 +56,13 @@ function promote(r: RunResult): string {
   return withLoad(`${ms(p.p50)} / ${ms(p.p90)} / ${ms(p.p99)} ms${tail}`, p.p50.load);
 }
 
+/** Older saved runs (bench/render.ts) have no round trips: shown as not measured. */
+function promoteRequest(r: RunResult): string {
+  const ms = r.promote.requestMs ?? [];
+  if (ms.length === 0) return 'not measured';
+  return `${num(percentile(ms, 0.5))} / ${num(percentile(ms, 0.99))} ms`;
+}
+
 const ROWS: [string, (r: RunResult) => string][] = [
   ['runs as', (r) => r.title],
   ['converge N Apps (all Healthy), CPU used', converge],
@@ -74,6 +81,7 @@ const ROWS: [string, (r: RunResult) => string][] = [
   ['cold start requests', (r) => withLoad(resources(r.cold.requests), r.cold.seconds.load)],
   ['RSS peak of the cold start', (r) => mib(r.cold.peakRss)],
   ['promote → switch p50 / p90 / p99', promote],
+  ['promote request round trip p50 / p99', promoteRequest],
   [
     'requests per promotion',
     (r) => verbs(r.promote.requests, Math.max(1, r.promote.latenciesMs.length + r.promote.never + r.promote.noPreview)),
