@@ -144,8 +144,8 @@ export class PackedApp implements CachedApp {
     return unpack(this.#body).status;
   }
 
-  /** The App as a plain object, as it was before packing: what JSON.stringify writes (getters are not own properties). */
-  toJSON(): CachedApp {
+  /** The App as a plain object, as it was before packing, from one inflate rather than one per field read. */
+  unpacked(): CachedApp {
     const { spec, status } = unpack(this.#body);
     return {
       ...(this.apiVersion !== undefined ? { apiVersion: this.apiVersion } : {}),
@@ -154,5 +154,10 @@ export class PackedApp implements CachedApp {
       ...(spec !== undefined ? { spec } : {}),
       ...(status !== undefined ? { status } : {}),
     };
+  }
+
+  /** What JSON.stringify writes: the plain App (getters are not own properties). */
+  toJSON(): CachedApp {
+    return this.unpacked();
   }
 }

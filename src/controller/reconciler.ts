@@ -54,6 +54,7 @@ import type { AnalysisRunner } from './analysis-runner.ts';
 import { APPS_INDEX, type CachedApp, type Caches, JOBS_INDEX } from './cache.ts';
 import { Executor, NotLeaderError, type Target } from './executor.ts';
 import type { Metrics } from './metrics.ts';
+import { PackedApp } from './packed-app.ts';
 import { countTransitions } from './reconcile-metrics.ts';
 import { failedSummary } from './summary.ts';
 
@@ -187,7 +188,9 @@ export class Reconciler {
     return requeueAfterMs !== undefined ? { requeueAfterMs } : {};
   }
 
-  private begin(key: string, cached: CachedApp): Reconciliation {
+  private begin(key: string, packed: CachedApp): Reconciliation {
+    // A reconcile reads the spec and status several times: unpacked once, not at each read.
+    const cached = packed instanceof PackedApp ? packed.unpacked() : packed;
     const { namespace, name, resourceVersion, finalizers } = cached.metadata;
     return {
       key,

@@ -120,6 +120,14 @@ describe('PackedApp', () => {
     expect(packed.apiVersion).toBeUndefined();
   });
 
+  it('unpacks whole into a plain App, with one inflate for spec and status', () => {
+    const app = converged(3);
+    const plain = new PackedApp(app).unpacked();
+    expect(Object.getPrototypeOf(plain)).toBe(Object.prototype);
+    expect(JSON.stringify(plain)).toBe(JSON.stringify(app));
+    expect(plain.metadata).toBe(app.metadata);
+  });
+
   it('gives each reader its own copy: a change to one does not reach the cache', () => {
     const packed = new PackedApp(converged(1));
     (packed.status as { phase: string }).phase = 'Degraded';
