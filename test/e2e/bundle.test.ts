@@ -29,10 +29,18 @@ function entrypointFlags(): string[] {
   return argv.slice(1, -1);
 }
 
-/** The environment of a process that must find nothing from the repository. */
+/** The Dockerfile's ENV lines (MALLOC_ARENA_MAX): the bundle runs with the image's environment too. */
+function imageEnv(): Record<string, string> {
+  const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+  return Object.fromEntries(
+    [...dockerfile.matchAll(/^ENV\s+([A-Z_][A-Z0-9_]*)=(\S+)\s*$/gm)].map((m) => [m[1] as string, m[2] as string]),
+  );
+}
+
+/** The environment of a process that must find nothing from the repository, with the image's own. */
 function bareEnv(): NodeJS.ProcessEnv {
   const { NODE_PATH: _path, NODE_OPTIONS: _options, ...env } = process.env;
-  return env;
+  return { ...env, ...imageEnv() };
 }
 
 async function teal(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
