@@ -49,7 +49,11 @@ export interface InformerOptions<T extends KubeObjectLike> {
    */
   transform: (raw: RawObject) => T | undefined;
   logger?: InformerLogger;
-  /** Items per list page; default 500. */
+  /**
+   * Items per list page; default 2000. The API server answers a first page from its watch
+   * cache, but a continued one from etcd: at 1,000 Apps (4.5 KB each) one page of 1,000 took it
+   * 0.5 s where pages of 500 took 0.3 s and 2.7 to 3.5 s. A page is held at most twice at once.
+   */
   pageSize?: number;
   /** Server-side watch timeout; each watch asks for a random value between this and twice this. Default 300. */
   watchTimeoutSeconds?: number;
@@ -213,7 +217,7 @@ export class Informer<T extends KubeObjectLike> {
     this.fieldSelector = options.fieldSelector;
     this.transform = options.transform;
     this.log = options.logger;
-    this.pageSize = options.pageSize ?? 500;
+    this.pageSize = options.pageSize ?? 2000;
     this.watchTimeoutSeconds = options.watchTimeoutSeconds ?? 300;
     this.watchdogMs = options.watchdogMs ?? 5 * 60_000;
     this.backoffInitialMs = options.backoff?.initialMs ?? 200;
@@ -454,34 +458,44 @@ export class Informer<T extends KubeObjectLike> {
     }
   }
 
-  /** Lists every page, then brings the store and the handlers in line with the result. */
+  /**
+   * Lists every page, then brings the store and the handlers in line with the result.
+   * The next page is asked for as soon as a page's continue token is known, before its
+   * items are transformed: the API server's time on the next page overlaps ours on this
+   * one (at 1,000 Apps a page took the API server about 350 ms and this process as long
+   * again). At most two pages are held: the one being transformed and the next in flight.
+   */
   private async listAndSync(signal: AbortSignal): Promise<void> {
     const fresh = new Map<string, T>();
     let continueToken: string | undefined;
     let resourceVersion: string | undefined;
-    for (;;) {
+    let next: Promise<ListPage> | undefined = this.fetchPage(undefined, signal);
+    while (next !== undefined) {
       let page: ListPage;
       try {
-        page = await this.fetchPage(continueToken, signal);
+        page = await next;
       } catch (err) {
         // An expired continue token means starting the list over, not failing.
         if (continueToken !== undefined && apiStatusOf(err)?.code === 410) {
           this.log?.info({ path: this.path }, 'informer list continue token expired; listing again');
           fresh.clear();
           continueToken = undefined;
+          next = this.fetchPage(undefined, signal);
           continue;
         }
         throw err;
       }
+      resourceVersion = page.resourceVersion;
+      continueToken = page.continueToken;
+      next = continueToken === undefined ? undefined : this.fetchPage(continueToken, signal);
+      // Awaited on the next turn; should a transform throw first, its failure must not go unhandled.
+      next?.catch(() => {});
       for (const raw of page.items) {
         const name = raw.metadata?.name;
         if (!name) continue;
         const obj = this.transform(raw);
         if (obj !== undefined) fresh.set(objectKey(raw.metadata?.namespace, name), obj);
       }
-      resourceVersion = page.resourceVersion;
-      continueToken = page.continueToken;
-      if (continueToken === undefined) break;
     }
     if (signal.aborted) return;
 
@@ -511,6 +525,8 @@ export class Informer<T extends KubeObjectLike> {
   }
 
   private async fetchPage(continueToken: string | undefined, signal: AbortSignal): Promise<ListPage> {
+    // Counted when asked for, before the first await: a page asked for ahead shows at once.
+    this.counters.lists++;
     const cluster = this.kc.getCurrentCluster();
     if (!cluster) throw new Error('no current cluster in the kubeconfig');
     const url = new URL(cluster.server + this.path);
@@ -522,7 +538,6 @@ export class Informer<T extends KubeObjectLike> {
     ctx.setHeaderParam('Accept', 'application/json');
     await this.kc.applySecurityAuthentication(ctx);
     const dispatcher = ctx.getDispatcher();
-    this.counters.lists++;
     // The dispatcher belongs to the KubeConfig (one shared agent, see kube/client.ts): never close it here.
     // The KubeConfig may bound each request (see kube/client.ts): a list is held to it as well.
     const bounded = ctx.getSignal();

@@ -122,6 +122,26 @@ describe('Informer', () => {
     expect(inf.stats().lists).toBe(3);
   });
 
+  it('asks for the next page before transforming the one it has', async () => {
+    for (const name of ['q1', 'q2', 'q3', 'q4', 'q5']) await create('prefetch', name, 'red');
+    // The list requests sent when each object is transformed: page 1's two with page 2 already asked for.
+    const sentWhenTransformed: number[] = [];
+    const trim = trimFrom('data');
+    const held: { inf?: Informer<Cm> } = {};
+    const { inf } = informer('prefetch', {
+      pageSize: 2,
+      transform: (raw) => {
+        sentWhenTransformed.push(held.inf?.stats().lists ?? 0);
+        return trim(raw);
+      },
+    });
+    held.inf = inf;
+    inf.start();
+    await inf.waitForSync(AbortSignal.timeout(WAIT_MS));
+    expect(names(inf.list())).toEqual(['q1', 'q2', 'q3', 'q4', 'q5']);
+    expect(sentWhenTransformed).toEqual([2, 2, 3, 3, 3]);
+  });
+
   it('advances the resourceVersion on bookmarks and re-watches without listing', async () => {
     const { inf } = informer('bookmark', { watchTimeoutSeconds: 3 });
     inf.start();
