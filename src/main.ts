@@ -19,18 +19,11 @@ if ('exit' in commandLine) {
 }
 
 const { pino } = await import('pino');
-const { default: Fastify } = await import('fastify');
-const { apiPlugin } = await import('./api/actions.ts');
 const { REDACT_PATHS } = await import('./api/auth.ts');
-const { healthPlugin } = await import('./api/health.ts');
-const { webhookCandidateFinder } = await import('./api/webhook-apps.ts');
-const { readWebhookSecretFile, webhooksPlugin } = await import('./api/webhooks.ts');
-const { ANN_REFRESH } = await import('./app/intents.ts');
 const { AppController } = await import('./controller/app-controller.ts');
 const { Metrics } = await import('./controller/metrics.ts');
 const { Sources } = await import('./controller/sources.ts');
 const { checkGitUrl } = await import('./git/url.ts');
-const { Writer } = await import('./kube/apply.ts');
 const { loadKubeConfig } = await import('./kube/client.ts');
 const { EventRecorder } = await import('./kube/events.ts');
 const { defaultIdentity, LeaderElector } = await import('./kube/leader-election.ts');
@@ -81,6 +74,7 @@ async function main(config: Config): Promise<void> {
   const { apps, sources } = makeController(p, canWrite, config.shards > 1 ? canWrite : undefined);
   // Caches first: what every replica serves (the API's reads, readiness) comes from them. Until they
   // have synced nothing listens, which the liveness probe's three 20 s periods leave room for.
+  // Their lists go out now, while the HTTP server's modules load and its plugins register.
   manager.add(cachesRunnable(p, apps));
   manager.add(await httpServer(p, apps, manager));
   // The poller resolves only what reconciles follow: it stops after the controller has drained.
@@ -135,6 +129,14 @@ function makeController(p: Wiring, canWrite: (appKey: string) => boolean, owns?:
 /** The HTTP server every replica runs: health and metrics, the API and webhooks; it listens once started. */
 async function httpServer(p: Wiring, apps: AppController, manager: Manager): Promise<Runnable> {
   const { config, log, kubeConfig, metrics } = p;
+  // Loaded here, after the caches' lists went out: their evaluation overlaps the API server's work.
+  const { default: Fastify } = await import('fastify');
+  const { apiPlugin } = await import('./api/actions.ts');
+  const { healthPlugin } = await import('./api/health.ts');
+  const { webhookCandidateFinder } = await import('./api/webhook-apps.ts');
+  const { readWebhookSecretFile, webhooksPlugin } = await import('./api/webhooks.ts');
+  const { ANN_REFRESH } = await import('./app/intents.ts');
+  const { Writer } = await import('./kube/apply.ts');
   const https =
     config.tlsCertFile && config.tlsKeyFile
       ? { https: { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile) } }
@@ -166,6 +168,9 @@ async function httpServer(p: Wiring, apps: AppController, manager: Manager): Pro
     ...(config.webhookSecretFile ? { globalSecret: readWebhookSecretFile(config.webhookSecretFile) } : {}),
     onResult: (provider, result) => metrics.webhooks.inc({ provider, result }),
   });
+  // Plugins booted now, while the caches list; start() then only binds the port, so readiness
+  // follows the caches' sync at once.
+  await server.ready();
   const [host, port] = config.httpAddr.split(':');
   return {
     name: 'http server',
@@ -174,14 +179,23 @@ async function httpServer(p: Wiring, apps: AppController, manager: Manager): Pro
   };
 }
 
+/**
+ * The caches' lists are sent at once, not when the manager starts the runnable: a cold start
+ * waits for the slowest list (at 1,000 Apps, two pages of Apps), and the HTTP server is built
+ * meanwhile. start() waits for them to sync; no handler queues anything before the controller
+ * runs, so starting early changes no order that matters.
+ */
 function cachesRunnable(p: Wiring, apps: AppController): Runnable {
   const { config, log, identity } = p;
+  const namespaces = config.namespaces.length > 0 ? config.namespaces : '(all)';
+  log.info({ identity, namespaces }, 'starting caches');
+  const synced = apps.startCaches();
+  // A stop before start() rejects it; start() is where that is reported, if it is called at all.
+  synced.catch(() => {});
   return {
     name: 'caches',
     start: async () => {
-      const namespaces = config.namespaces.length > 0 ? config.namespaces : '(all)';
-      log.info({ identity, namespaces }, 'starting caches');
-      await apps.startCaches();
+      await synced;
       log.info('caches synced');
     },
     stop: () => apps.stopCaches(),
