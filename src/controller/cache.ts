@@ -20,7 +20,6 @@ import {
   observeReplicaSet,
   observeService,
 } from '../rollout/observed.ts';
-import { PackedApp } from './packed-app.ts';
 
 export interface Meta {
   name: string;
@@ -56,73 +55,30 @@ function trimApp(raw: RawObject, pool: StringPool): CachedApp | undefined {
       ([k]) => k.startsWith(INTENT_PREFIX) || k === ANN_REFRESH || k === ANN_LIVE_CONFIG,
     ),
   );
-  // Spec and status packed (packed-app.ts); the names the API server repeats in every App pooled.
-  return new PackedApp({
-    ...(raw.apiVersion ? { apiVersion: pool.string(raw.apiVersion) } : {}),
-    ...(raw.kind ? { kind: pool.string(raw.kind) } : {}),
+  return {
+    ...(raw.apiVersion ? { apiVersion: raw.apiVersion } : {}),
+    ...(raw.kind ? { kind: raw.kind } : {}),
     metadata: {
-      // Pooled: its ReplicaSets and Services name the App and its uid again.
-      name: pool.string(m.name),
+      name: m.name,
       namespace: pool.string(m.namespace),
       resourceVersion: m.resourceVersion ?? '',
-      ...(m.uid ? { uid: pool.string(m.uid) } : {}),
+      ...(m.uid ? { uid: m.uid } : {}),
       ...(m.generation !== undefined ? { generation: m.generation } : {}),
       ...(typeof m.deletionTimestamp === 'string' ? { deletionTimestamp: m.deletionTimestamp } : {}),
-      ...(Array.isArray(m.finalizers) ? { finalizers: pool.intern(m.finalizers as string[]) } : {}),
+      ...(Array.isArray(m.finalizers) ? { finalizers: m.finalizers as string[] } : {}),
       ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
     },
-    spec: raw.spec,
-    status: raw.status,
-  });
+    spec: pool.intern(raw.spec),
+    status: pool.intern(raw.status),
+  };
 }
 
-/**
- * A trimmed object in the cache. Its metadata is the value itself, which
- * holds the three fields: one object less per cached object than a copy of
- * them (three per App, a ReplicaSet and two Services).
- */
-class CachedValue<T extends Meta> implements Cached<T> {
-  readonly value: T;
-
-  constructor(value: T) {
-    this.value = value;
-  }
-
-  get metadata(): Meta {
-    return this.value;
-  }
-}
-
-// Only the strings an object shares with its App or with others are pooled: its own
-// name and resourceVersion, met once, would crowd the shared ones out of the pool.
-
-function shareReplicaSet(rs: ObservedReplicaSet | undefined, pool: StringPool): ObservedReplicaSet | undefined {
-  if (!rs) return undefined;
-  rs.namespace = pool.string(rs.namespace);
-  rs.app = pool.string(rs.app);
-  rs.hash = pool.string(rs.hash);
-  rs.image = pool.string(rs.image);
-  rs.createdAt = pool.string(rs.createdAt);
-  if (rs.commit !== undefined) rs.commit = pool.string(rs.commit);
-  if (rs.ownerUid !== undefined) rs.ownerUid = pool.string(rs.ownerUid);
-  if (rs.copies !== undefined) pool.intern(rs.copies);
-  return rs;
-}
-
-function shareService(svc: ObservedService | undefined, pool: StringPool): ObservedService | undefined {
-  if (!svc) return undefined;
-  // An App's active Service bears the App's name.
-  svc.name = pool.string(svc.name);
-  svc.namespace = pool.string(svc.namespace);
-  if (svc.app !== undefined) svc.app = pool.string(svc.app);
-  if (svc.ownerUid !== undefined) svc.ownerUid = pool.string(svc.ownerUid);
-  if (svc.appliedHash !== undefined) svc.appliedHash = pool.string(svc.appliedHash);
-  pool.intern(svc.selector);
-  return svc;
-}
-
-function wrap<T extends Meta>(value: T | undefined): Cached<T> | undefined {
-  return value ? new CachedValue(value) : undefined;
+function wrap<T extends { name: string; namespace: string; resourceVersion: string }>(
+  value: T | undefined,
+): Cached<T> | undefined {
+  return value
+    ? { metadata: { name: value.name, namespace: value.namespace, resourceVersion: value.resourceVersion }, value }
+    : undefined;
 }
 
 /** An AnalysisTemplate as cached: its spec once validated, or why it is not valid. */
@@ -208,7 +164,7 @@ export function makeCaches(kubeConfig: KubeConfig, namespaces: readonly string[]
   });
   const replicaSets = informer<Cached<ObservedReplicaSet>>('/apis/apps/v1', 'replicasets', {
     labelSelector: LABEL_APP,
-    transform: (raw) => wrap(shareReplicaSet(observeReplicaSet(raw), pool)),
+    transform: (raw) => wrap(pool.intern(observeReplicaSet(raw))),
     logger: logger.child({ informer: 'replicasets' }),
   });
   replicaSets.addIndex(APPS_INDEX, (rs) => [`${rs.value.namespace}/${rs.value.app}`]);
@@ -216,7 +172,7 @@ export function makeCaches(kubeConfig: KubeConfig, namespaces: readonly string[]
   // new App's Services are looked up before they exist. Reading those from the cache costs a
   // trimmed selector each and saves two GETs per App at every reconcile until its switch.
   const services = informer<Cached<ObservedService>>('/api/v1', 'services', {
-    transform: (raw) => wrap(shareService(observeService(raw), pool)),
+    transform: (raw) => wrap(pool.intern(observeService(raw))),
     logger: logger.child({ informer: 'services' }),
   });
   const jobs = informer<Cached<ObservedJob>>('/apis/batch/v1', 'jobs', {

@@ -54,7 +54,6 @@ import type { AnalysisRunner } from './analysis-runner.ts';
 import { APPS_INDEX, type CachedApp, type Caches, JOBS_INDEX } from './cache.ts';
 import { Executor, NotLeaderError, type Target } from './executor.ts';
 import type { Metrics } from './metrics.ts';
-import { PackedApp } from './packed-app.ts';
 import { countTransitions } from './reconcile-metrics.ts';
 import { failedSummary } from './summary.ts';
 
@@ -188,9 +187,7 @@ export class Reconciler {
     return requeueAfterMs !== undefined ? { requeueAfterMs } : {};
   }
 
-  private begin(key: string, packed: CachedApp): Reconciliation {
-    // A reconcile reads the spec and status several times: unpacked once, not at each read.
-    const cached = packed instanceof PackedApp ? packed.unpacked() : packed;
+  private begin(key: string, cached: CachedApp): Reconciliation {
     const { namespace, name, resourceVersion, finalizers } = cached.metadata;
     return {
       key,
