@@ -50,7 +50,7 @@ test-loaded: ## The whole suite while stress-ng keeps every core busy, as on a l
 APPS ?=
 
 .PHONY: bench
-bench: deps binaries ## Teal and Argo Rollouts side by side (bench/): converge, memory, API requests, cold start, promote latency
+bench: deps binaries bundle ## Teal (as the image runs it: a fresh dist/teal.js) and Argo Rollouts side by side (bench/): converge, memory, API requests, cold start, promote latency
 	bash test/cluster/build-argo.sh >/dev/null
 	npm run -s bench -- $(if $(APPS),--apps $(APPS))
 
