@@ -56,16 +56,17 @@ function trimApp(raw: RawObject, pool: StringPool): CachedApp | undefined {
     ),
   );
   return {
-    ...(raw.apiVersion ? { apiVersion: raw.apiVersion } : {}),
-    ...(raw.kind ? { kind: raw.kind } : {}),
+    ...(raw.apiVersion ? { apiVersion: pool.string(raw.apiVersion) } : {}),
+    ...(raw.kind ? { kind: pool.string(raw.kind) } : {}),
     metadata: {
-      name: m.name,
+      // Pooled: the App's ReplicaSets and Services name it and its uid again.
+      name: pool.string(m.name),
       namespace: pool.string(m.namespace),
       resourceVersion: m.resourceVersion ?? '',
-      ...(m.uid ? { uid: m.uid } : {}),
+      ...(m.uid ? { uid: pool.string(m.uid) } : {}),
       ...(m.generation !== undefined ? { generation: m.generation } : {}),
       ...(typeof m.deletionTimestamp === 'string' ? { deletionTimestamp: m.deletionTimestamp } : {}),
-      ...(Array.isArray(m.finalizers) ? { finalizers: m.finalizers as string[] } : {}),
+      ...(Array.isArray(m.finalizers) ? { finalizers: pool.intern(m.finalizers as string[]) } : {}),
       ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
     },
     spec: pool.intern(raw.spec),
@@ -73,12 +74,54 @@ function trimApp(raw: RawObject, pool: StringPool): CachedApp | undefined {
   };
 }
 
-function wrap<T extends { name: string; namespace: string; resourceVersion: string }>(
-  value: T | undefined,
-): Cached<T> | undefined {
-  return value
-    ? { metadata: { name: value.name, namespace: value.namespace, resourceVersion: value.resourceVersion }, value }
-    : undefined;
+/**
+ * A trimmed object in the cache. Its metadata is the value itself, which
+ * holds the three fields: one object less per cached object than a copy of
+ * them (three per converged App: a ReplicaSet and two Services).
+ */
+class CachedValue<T extends Meta> implements Cached<T> {
+  readonly value: T;
+
+  constructor(value: T) {
+    this.value = value;
+  }
+
+  get metadata(): Meta {
+    return this.value;
+  }
+}
+
+function wrap<T extends Meta>(value: T | undefined): Cached<T> | undefined {
+  return value ? new CachedValue(value) : undefined;
+}
+
+// Of a ReplicaSet's or a Service's strings, only those it shares with its App or with
+// others are pooled. Its own name and resourceVersion, met once, would fill the bounded
+// pool and empty it (intern.ts) before the App's uid came round again from its Services.
+
+function shareReplicaSet(rs: ObservedReplicaSet | undefined, pool: StringPool): ObservedReplicaSet | undefined {
+  if (!rs) return undefined;
+  rs.namespace = pool.string(rs.namespace);
+  rs.app = pool.string(rs.app);
+  rs.hash = pool.string(rs.hash);
+  rs.image = pool.string(rs.image);
+  rs.createdAt = pool.string(rs.createdAt);
+  if (rs.commit !== undefined) rs.commit = pool.string(rs.commit);
+  if (rs.ownerUid !== undefined) rs.ownerUid = pool.string(rs.ownerUid);
+  if (rs.copies !== undefined) pool.intern(rs.copies);
+  return rs;
+}
+
+function shareService(svc: ObservedService | undefined, pool: StringPool): ObservedService | undefined {
+  if (!svc) return undefined;
+  // An App's active Service bears the App's name.
+  svc.name = pool.string(svc.name);
+  svc.namespace = pool.string(svc.namespace);
+  if (svc.app !== undefined) svc.app = pool.string(svc.app);
+  if (svc.ownerUid !== undefined) svc.ownerUid = pool.string(svc.ownerUid);
+  if (svc.appliedHash !== undefined) svc.appliedHash = pool.string(svc.appliedHash);
+  pool.intern(svc.selector);
+  return svc;
 }
 
 /** An AnalysisTemplate as cached: its spec once validated, or why it is not valid. */
@@ -164,7 +207,7 @@ export function makeCaches(kubeConfig: KubeConfig, namespaces: readonly string[]
   });
   const replicaSets = informer<Cached<ObservedReplicaSet>>('/apis/apps/v1', 'replicasets', {
     labelSelector: LABEL_APP,
-    transform: (raw) => wrap(pool.intern(observeReplicaSet(raw))),
+    transform: (raw) => wrap(shareReplicaSet(observeReplicaSet(raw), pool)),
     logger: logger.child({ informer: 'replicasets' }),
   });
   replicaSets.addIndex(APPS_INDEX, (rs) => [`${rs.value.namespace}/${rs.value.app}`]);
@@ -172,7 +215,7 @@ export function makeCaches(kubeConfig: KubeConfig, namespaces: readonly string[]
   // new App's Services are looked up before they exist. Reading those from the cache costs a
   // trimmed selector each and saves two GETs per App at every reconcile until its switch.
   const services = informer<Cached<ObservedService>>('/api/v1', 'services', {
-    transform: (raw) => wrap(pool.intern(observeService(raw))),
+    transform: (raw) => wrap(shareService(observeService(raw), pool)),
     logger: logger.child({ informer: 'services' }),
   });
   const jobs = informer<Cached<ObservedJob>>('/apis/batch/v1', 'jobs', {
