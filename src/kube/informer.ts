@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { HttpMethod, type KubeConfig, RequestContext, Watch } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { fetch } from 'undici';
+import { Buckets } from './buckets.ts';
 import { apiStatusOf, statusFromBody } from './errors.ts';
 
 /** Object metadata as the API server sends it (JSON, timestamps as strings). */
@@ -162,27 +163,17 @@ function parseRetryAfter(header: string | null): number | undefined {
   return Math.min(Math.max(ms, 0), 10 * 60_000);
 }
 
+/** An object's store key, from the metadata a transform keeps. */
+const keyOf = (obj: KubeObjectLike): string => objectKey(obj.metadata?.namespace, obj.metadata?.name ?? '');
+
 const namespaceOfKey = (key: string): string => {
   const slash = key.indexOf('/');
   return slash < 0 ? '' : key.slice(0, slash);
 };
 
-function addTo<T>(index: Map<string, Map<string, T>>, value: string, key: string, obj: T): void {
-  const bucket = index.get(value);
-  if (bucket) bucket.set(key, obj);
-  else index.set(value, new Map([[key, obj]]));
-}
-
-function removeFrom<T>(index: Map<string, Map<string, T>>, value: string, key: string): void {
-  const bucket = index.get(value);
-  if (!bucket) return;
-  bucket.delete(key);
-  if (bucket.size === 0) index.delete(value);
-}
-
-interface Index<T> {
+interface Index<T extends KubeObjectLike> {
   fn: (obj: T) => string[];
-  values: Map<string, Map<string, T>>;
+  values: Buckets<T>;
 }
 
 export class Informer<T extends KubeObjectLike> {
@@ -200,7 +191,7 @@ export class Informer<T extends KubeObjectLike> {
   private readonly healthyWatchMs: number;
 
   private readonly items = new Map<string, T>();
-  private readonly byNamespace = new Map<string, Map<string, T>>();
+  private readonly byNamespace = new Buckets<T>(keyOf);
   private readonly indexes = new Map<string, Index<T>>();
   private readonly handlers = new Set<InformerHandler<T>>();
   private readonly waiters = new Set<Waiter>();
@@ -337,7 +328,7 @@ export class Informer<T extends KubeObjectLike> {
   }
 
   listByNamespace(namespace: string): T[] {
-    return [...(this.byNamespace.get(namespace)?.values() ?? [])];
+    return this.byNamespace.values(namespace);
   }
 
   get size(): number {
@@ -347,22 +338,22 @@ export class Informer<T extends KubeObjectLike> {
   /** Adds a secondary index; fn returns the index values an object is found under. */
   addIndex(name: string, fn: (obj: T) => string[]): void {
     if (this.indexes.has(name)) throw new Error(`index ${name} already exists`);
-    const index: Index<T> = { fn, values: new Map() };
-    for (const [key, obj] of this.items) for (const value of fn(obj)) addTo(index.values, value, key, obj);
+    const index: Index<T> = { fn, values: new Buckets<T>(keyOf) };
+    for (const [key, obj] of this.items) for (const value of fn(obj)) index.values.add(value, key, obj);
     this.indexes.set(name, index);
   }
 
   byIndex(name: string, value: string): T[] {
     const index = this.indexes.get(name);
     if (!index) throw new Error(`no index named ${name}`);
-    return [...(index.values.get(value)?.values() ?? [])];
+    return index.values.values(value);
   }
 
   private put(key: string, obj: T, old: T | undefined): void {
     if (old !== undefined) this.unindex(key, old);
     this.items.set(key, obj);
-    addTo(this.byNamespace, namespaceOfKey(key), key, obj);
-    for (const index of this.indexes.values()) for (const value of index.fn(obj)) addTo(index.values, value, key, obj);
+    this.byNamespace.add(namespaceOfKey(key), key, obj);
+    for (const index of this.indexes.values()) for (const value of index.fn(obj)) index.values.add(value, key, obj);
   }
 
   private remove(key: string, old: T): void {
@@ -371,8 +362,8 @@ export class Informer<T extends KubeObjectLike> {
   }
 
   private unindex(key: string, old: T): void {
-    removeFrom(this.byNamespace, namespaceOfKey(key), key);
-    for (const index of this.indexes.values()) for (const value of index.fn(old)) removeFrom(index.values, value, key);
+    this.byNamespace.remove(namespaceOfKey(key), key);
+    for (const index of this.indexes.values()) for (const value of index.fn(old)) index.values.remove(value, key);
   }
 
   // --- dispatch ---
