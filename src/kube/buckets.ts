@@ -24,7 +24,14 @@ export class Buckets<T extends object> {
     if (bucket === undefined) this.byValue.set(value, obj);
     else if (bucket instanceof Map) bucket.set(key, obj);
     else if (this.keyOf(bucket) === key) this.byValue.set(value, obj);
-    else this.byValue.set(value, new Map([[this.keyOf(bucket), bucket], [key, obj]]));
+    else this.byValue.set(value, this.pair(bucket, key, obj));
+  }
+
+  private pair(lone: T, key: string, obj: T): Map<string, T> {
+    const both = new Map<string, T>();
+    both.set(this.keyOf(lone), lone);
+    both.set(key, obj);
+    return both;
   }
 
   remove(value: string, key: string): void {
