@@ -29,6 +29,16 @@ export async function helm(args: string[]): Promise<{ stdout: string; stderr: st
   }
 }
 
+// klog's info and warning lines ("I1123 16:18:16.261013 ..."): helm's client-go logs them
+// when its watch on the CRDs it waits for ends and is opened again, which a loaded API
+// server does (CI saw "watch ended with error ... unable to decode an event").
+const KLOG_INFO_OR_WARNING = /^[IW]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s/;
+
+/** The lines of helm's stderr that speak of an error, but for client-go's own info and warning lines. */
+export function helmErrors(stderr: string): string[] {
+  return stderr.split('\n').filter((line) => /error/i.test(line) && !KLOG_INFO_OR_WARNING.test(line));
+}
+
 /** helm template, failing on any error; returns the text and its objects. */
 export async function render(
   release: string,
