@@ -79,6 +79,9 @@ export const ChartValuesSchema = z.strictObject({
     labels: stringMap,
   }),
   resources: anyObject,
+  nodeFlags: z
+    .array(z.string().regex(/^--[a-z0-9][a-z0-9_-]*(=.*)?$/, 'a node or V8 flag, such as --max-semi-space-size=16'))
+    .describe("node's flags for the operator; the default is the image's ENTRYPOINT's, [] is Node's own defaults."),
   podAnnotations: stringMap,
   podLabels: stringMap,
   nodeSelector: stringMap,

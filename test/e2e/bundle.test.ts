@@ -4,7 +4,7 @@
 // way the Dockerfile's ENTRYPOINT does: --help, a bad flag, then against the
 // control plane an App released to Healthy and /metrics answered.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { e2eApp } from '../fixtures/apps.ts';
 import { createApp, phase, waitForApp } from '../support/apps.ts';
+import { entrypointFlags, imageEnv } from '../support/dockerfile.ts';
 import { createNamespace, waitFor } from '../support/kube.ts';
 import { freePort } from '../support/ports.ts';
 
@@ -19,23 +20,6 @@ const run = promisify(execFile);
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const outdir = mkdtempSync(join(tmpdir(), 'teal-bundle-'));
 const bundle = join(outdir, 'teal.js');
-
-/** The node flags of the Dockerfile's ENTRYPOINT ["node", ...flags, "dist/teal.js"]. */
-function entrypointFlags(): string[] {
-  const line = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(readFileSync(join(root, 'Dockerfile'), 'utf8'))?.[1];
-  const argv = JSON.parse(line ?? '[]') as string[];
-  expect(argv[0]).toBe('node');
-  expect(argv.at(-1)).toBe('dist/teal.js');
-  return argv.slice(1, -1);
-}
-
-/** The Dockerfile's ENV lines (MALLOC_ARENA_MAX): the bundle runs with the image's environment too. */
-function imageEnv(): Record<string, string> {
-  const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
-  return Object.fromEntries(
-    [...dockerfile.matchAll(/^ENV\s+([A-Z_][A-Z0-9_]*)=(\S+)\s*$/gm)].map((m) => [m[1] as string, m[2] as string]),
-  );
-}
 
 /** The environment of a process that must find nothing from the repository, with the image's own. */
 function bareEnv(): NodeJS.ProcessEnv {

@@ -10,6 +10,7 @@ import { DEFAULT_BUILD_IMAGES } from '../../src/build/images.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { CLUSTER_SCOPED, IN_APP_NAMESPACES, IN_OPERATOR_NAMESPACE, NEVER } from '../fixtures/operator-rbac.ts';
 import { createApp, getApp, releaseAndPromote } from '../support/apps.ts';
+import { entrypointFlags } from '../support/dockerfile.ts';
 import { CHART, helm, helmErrors, render, serviceMonitorCrd } from '../support/helm.ts';
 import { canI, createNamespace, kubectl, serviceAccountKubeconfig } from '../support/kube.ts';
 import { find, type Manifest, operatorContainer, parseManifests, rulesOf } from '../support/manifests.ts';
@@ -58,6 +59,8 @@ describe('helm lint', () => {
     ['--set', 'replicas=3', "additional properties 'replicas' not allowed"],
     ['--set', 'build.defaultRegistry=https://harbor.example.com', "at '/build/defaultRegistry'"],
     ['--set', 'leaderElection.enabled=false', 'replicaCount > 1 needs leaderElection.enabled'],
+    // A bare word would be run by node as the script, in place of the operator.
+    ['--set', 'nodeFlags={other.js}', "at '/nodeFlags/0'"],
   ])('rejects %s %s with a message naming it', async (flag, value, message) => {
     const out = await helm(['template', 'teal', CHART, flag, value]);
     expect(out.code).not.toBe(0);
@@ -83,6 +86,8 @@ describe('the rendered chart', () => {
     expect(deployment.spec.replicas).toBe(2);
     const container = operatorContainer(objects);
     expect(container.image).toBe('ghcr.io/teal-dev/teal:0.1.0');
+    // NODE_OPTIONS cannot change the image's node flags, so the chart runs the ENTRYPOINT itself.
+    expect(container.command).toEqual(['node', ...entrypointFlags(), 'dist/teal.js']);
     expect(container.args).toContain('--leader-elect=true');
     expect(container.args).toContain(`--buildkit-image=${DEFAULT_BUILD_IMAGES.buildkit}`);
     expect(container.args).toContain(`--kaniko-image=${DEFAULT_BUILD_IMAGES.kaniko}`);
@@ -117,6 +122,7 @@ describe('the rendered chart', () => {
 
     const container = operatorContainer(objects);
     expect(container.image).toBe('harbor.example.com/platform/teal:0.1.0-rc.1');
+    expect(container.command).toEqual(['node', '--max-semi-space-size=16', '--max-old-space-size=384', 'dist/teal.js']);
     expect(container.args).toEqual(
       expect.arrayContaining([
         '--namespace=team-a,team-b',

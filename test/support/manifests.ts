@@ -34,6 +34,7 @@ export const rulesOf = (m: Manifest | undefined): Rule[] | undefined => (m as { 
 
 export interface OperatorContainer {
   image: string;
+  command?: string[];
   args: string[];
   readinessProbe: { httpGet: { scheme?: string } };
 }
