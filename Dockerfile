@@ -29,4 +29,7 @@ USER 1000:1000
 # peaked at 160 MiB and stood at 154 for that time (120 and 113 with the flag), for
 # about 6 % more CPU converging (docs/memory.md).
 ENV MALLOC_ARENA_MAX=2
+# NODE_OPTIONS cannot change these flags (node refuses the V8 ones there, and a command-line
+# flag wins over it): the chart runs this command itself with its nodeFlags value, which
+# defaults to these flags (test/e2e/chart.test.ts holds the two equal).
 ENTRYPOINT ["node", "--max-semi-space-size=1", "--single-threaded-gc", "--optimize-for-size", "dist/teal.js"]
