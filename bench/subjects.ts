@@ -19,6 +19,7 @@ import {
 import { intentAnnotation } from '../src/app/intents.ts';
 import { GROUP, PLURAL, VERSION } from '../src/app/schema.ts';
 import { LABEL_HASH } from '../src/rollout/labels.ts';
+import { entrypointFlags, imageEnv } from '../test/support/dockerfile.ts';
 import { freePort } from '../test/support/ports.ts';
 import { type AuditEvent, isArgoRequest, isTealRequest } from './audit.ts';
 
@@ -152,26 +153,15 @@ export function tealEntry(source: boolean): { path: string; how: string } {
   };
 }
 
-/**
- * How the image runs the bundle: the node flags of the Dockerfile's ENTRYPOINT and its ENV
- * lines, read from the Dockerfile so the bench measures what ships. TEAL_OPERATOR_NODE_ARGS,
- * when set, replaces the flags (GC settings under trial).
- */
-export function imageRuntime(): { nodeArgs: string[]; env: Record<string, string> } {
-  const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
-  const entry = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(dockerfile)?.[1];
-  const argv = entry ? (JSON.parse(entry) as string[]) : [];
-  const env = Object.fromEntries(
-    [...dockerfile.matchAll(/^ENV\s+([A-Z_][A-Z0-9_]*)=(\S+)\s*$/gm)].map((m) => [m[1] as string, m[2] as string]),
-  );
-  return { nodeArgs: argv.filter((a) => a.startsWith('--')), env };
-}
-
 export function teal(opts: TealOptions, namespace: string): Subject {
   const { clients, kubeconfig, logDir } = opts;
   const entry = tealEntry(opts.source);
   // The image's runtime goes with the bundle; the source runs as `make run` does.
-  const runtime = entry.path.endsWith('dist/teal.js') ? imageRuntime() : { nodeArgs: [], env: {} };
+  // How the image runs the bundle, read from the Dockerfile so the bench measures what ships;
+  // TEAL_OPERATOR_NODE_ARGS, when set, replaces the flags (GC settings under trial).
+  const runtime = entry.path.endsWith('dist/teal.js')
+    ? { nodeArgs: entrypointFlags(), env: imageEnv() }
+    : { nodeArgs: [], env: {} };
   const nodeArgs = opts.nodeArgs.length > 0 ? opts.nodeArgs : runtime.nodeArgs;
   const api = { group: GROUP, version: VERSION, namespace, plural: PLURAL };
   return {

@@ -1,5 +1,5 @@
-// What the production image runs, read from the Dockerfile: the bundle test runs dist/teal.js
-// the same way, and the chart's default node flags must be the image's.
+// What the production image runs, read from the Dockerfile: the bundle test and the bench run
+// dist/teal.js the same way, and the chart's default node flags must be the image's.
 import { readFileSync } from 'node:fs';
 
 const DOCKERFILE = new URL('../../Dockerfile', import.meta.url);
