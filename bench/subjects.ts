@@ -156,9 +156,8 @@ export function tealEntry(source: boolean): { path: string; how: string } {
 export function teal(opts: TealOptions, namespace: string): Subject {
   const { clients, kubeconfig, logDir } = opts;
   const entry = tealEntry(opts.source);
-  // The image's runtime goes with the bundle; the source runs as `make run` does.
-  // How the image runs the bundle, read from the Dockerfile so the bench measures what ships;
-  // TEAL_OPERATOR_NODE_ARGS, when set, replaces the flags (GC settings under trial).
+  // The bundle runs as the image runs it (the Dockerfile's flags and ENV), so the bench measures
+  // what ships; the source runs as `make run` does. TEAL_OPERATOR_NODE_ARGS replaces the flags.
   const runtime = entry.path.endsWith('dist/teal.js')
     ? { nodeArgs: entrypointFlags(), env: imageEnv() }
     : { nodeArgs: [], env: {} };
