@@ -17,8 +17,8 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { intentAnnotation } from '../src/app/intents.ts';
+import { LABEL_HASH } from '../src/app/labels.ts';
 import { GROUP, PLURAL, VERSION } from '../src/app/schema.ts';
-import { LABEL_HASH } from '../src/rollout/labels.ts';
 import { entrypointFlags, imageEnv } from '../test/support/dockerfile.ts';
 import { freePort } from '../test/support/ports.ts';
 import { type AuditEvent, isArgoRequest, isTealRequest } from './audit.ts';

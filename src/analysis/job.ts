@@ -2,10 +2,11 @@
 // executor that restarts mid-measurement (kill -9, leader handover) finds the
 // Job it created and adopts it instead of starting a second (run.ts, rule 2).
 // Pure: the executor creates, reads and deletes the Jobs.
+
+import { jobNamePrefix, sha } from '../app/hash.ts';
+import { LABEL_APP, LABEL_MANAGED_BY, MANAGED_BY } from '../app/labels.ts';
+import type { OwnerReference } from '../app/owner.ts';
 import { API_VERSION, KIND } from '../app/schema.ts';
-import { jobNamePrefix, sha } from '../build/job.ts';
-import { LABEL_APP, LABEL_MANAGED_BY, MANAGED_BY } from '../rollout/labels.ts';
-import type { OwnerReference } from '../rollout/owner.ts';
 import { bounded, type MeasurementResult } from './measurement.ts';
 import { type Check, MAX_MESSAGE_LENGTH } from './schema.ts';
 

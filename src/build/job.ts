@@ -1,11 +1,11 @@
 // Build Jobs: one per (App, commit), with a deterministic name so a commit is
 // built at most once. User input reaches the build container only as
 // environment variables or exec arguments, never through a shell.
-import { createHash } from 'node:crypto';
 import { parseDuration } from '../app/duration.ts';
+import { jobNamePrefix, sha } from '../app/hash.ts';
+import { LABEL_APP, LABEL_MANAGED_BY, MANAGED_BY } from '../app/labels.ts';
+import { ownerReference } from '../app/owner.ts';
 import type { App } from '../app/schema.ts';
-import { LABEL_APP, LABEL_MANAGED_BY, MANAGED_BY } from '../rollout/labels.ts';
-import { ownerReference } from '../rollout/owner.ts';
 import type { BuildImages } from './images.ts';
 import { type BuildDefaults, imageRepository, pushSecretName } from './registry.ts';
 
@@ -44,18 +44,6 @@ export function buildSpecHash(app: App, defaults: BuildDefaults = {}): string {
 export function buildJobName(app: App, commit: string, defaults: BuildDefaults = {}): string {
   return `${jobNamePrefix(app.metadata.name)}-build-${commit.slice(0, 10)}-${buildSpecHash(app, defaults)}`;
 }
-
-/**
- * The App's part of the name of a Job made for it (builds, analysis checks):
- * the App name, or when long, its start and a hash, so the Job's name stays a
- * 63-character label and two long App names do not collide.
- */
-export function jobNamePrefix(appName: string): string {
-  return appName.length <= 40 ? appName : `${appName.slice(0, 33)}-${sha(appName).slice(0, 6)}`;
-}
-
-/** The hex SHA-256 of a text, for names derived from it. */
-export const sha = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** The git URL a build engine fetches, with the commit and the sub-directory. */
 function buildkitContext(url: string, commit: string, path: string): string {

@@ -2,7 +2,7 @@
 // label read is checked against the shape Teal writes; a bad one is treated
 // as absent and listed in `problems`.
 import { commitSha, matching, objectName, objectRef, ValueReader } from '../app/cluster-values.ts';
-import { LABEL_APP } from '../rollout/labels.ts';
+import { LABEL_APP } from '../app/labels.ts';
 import { LABEL_BUILD, LABEL_BUILD_SPEC, LABEL_COMMIT } from './job.ts';
 import type { ObservedBuildPod, ObservedJob } from './plan.ts';
 

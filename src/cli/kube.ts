@@ -20,9 +20,9 @@ import {
   type V1ReplicaSet,
   Watch,
 } from '@kubernetes/client-node';
+import { LABEL_APP } from '../app/labels.ts';
 import { APP_API, APP_RESOURCE, type AppStatus } from '../app/schema.ts';
 import { apiStatusOf } from '../kube/errors.ts';
-import { LABEL_APP } from '../rollout/labels.ts';
 import { CliError, explain, type Operation } from './errors.ts';
 
 /** An App as read from the API server: JSON, not parsed by the schema (no defaults added). */

@@ -2,8 +2,8 @@
 // `kubectl argo rollouts get rollout`. The view is built first (also what
 // -o json|yaml prints), then rendered.
 import type { V1Job, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
+import { ANN_COMMIT, ANN_IMAGE, ANN_REVISION, LABEL_HASH } from '../app/labels.ts';
 import type { AnalysisKind, AppAnalysisRun } from '../app/schema.ts';
-import { ANN_COMMIT, ANN_IMAGE, ANN_REVISION, LABEL_HASH } from '../rollout/labels.ts';
 import type { AppObject } from './kube.ts';
 import { since } from './kube.ts';
 import { age, type Colour, paint, showProgress, showStatus, table } from './output.ts';

@@ -5,6 +5,7 @@ import { type AnalysisJobRef, LABEL_ANALYSIS, observeAnalysisJob } from '../anal
 import { type AnalysisTemplateSpec, TEMPLATE_PLURAL } from '../analysis/schema.ts';
 import { validateTemplate } from '../analysis/validate.ts';
 import { ANN_REFRESH, INTENT_PREFIX } from '../app/intents.ts';
+import { LABEL_APP } from '../app/labels.ts';
 import { GROUP, PLURAL, VERSION } from '../app/schema.ts';
 import { LABEL_BUILD } from '../build/job.ts';
 import { observeBuildPod, observeJob } from '../build/observed.ts';
@@ -13,7 +14,6 @@ import { Informer, type InformerOptions, type KubeObjectLike, type RawObject } f
 import { StringPool } from '../kube/intern.ts';
 import { MultiNamespaceInformer, type SharedInformer } from '../kube/multi-namespace-informer.ts';
 import { ANN_LIVE_CONFIG, configMapDigest, findConfigRefs, LABEL_CONFIG_COPY } from '../rollout/config-refs.ts';
-import { LABEL_APP } from '../rollout/labels.ts';
 import {
   type ObservedReplicaSet,
   type ObservedService,

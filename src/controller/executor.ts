@@ -4,6 +4,7 @@
 // ActionFailed that names the object and carries the API server's answer, so
 // the App's status can say what went wrong.
 import type { Logger } from 'pino';
+import { ANN_SCALE_DOWN_AT, FINALIZER } from '../app/labels.ts';
 import type { ClusterClient, ConfigSource } from '../kube/cluster-client.ts';
 import { errorMessage, ignoreNotFound } from '../kube/errors.ts';
 import type { ClusterAction } from '../rollout/cluster-actions.ts';
@@ -15,7 +16,6 @@ import {
   kindName,
   secretDigest,
 } from '../rollout/config-refs.ts';
-import { ANN_SCALE_DOWN_AT, FINALIZER } from '../rollout/labels.ts';
 import { restoredServiceManifest } from '../rollout/service.ts';
 
 export class NotLeaderError extends Error {

@@ -11,6 +11,7 @@ import type { AnalysisTemplateSpec } from '../analysis/schema.ts';
 import type { ValueProblem } from '../app/cluster-values.ts';
 import { parseDuration } from '../app/duration.ts';
 import { type Intent, readIntents, readRefreshRequest } from '../app/intents.ts';
+import { FINALIZER, LABEL_APP, LABEL_HASH } from '../app/labels.ts';
 import { ANALYSIS_FIELD, type App, type AppStatus } from '../app/schema.ts';
 import { validateApp } from '../app/validate.ts';
 import type { BuildImages } from '../build/images.ts';
@@ -43,7 +44,6 @@ import {
   secretsDue,
   sourcesToRead,
 } from '../rollout/config-refs.ts';
-import { FINALIZER, LABEL_APP, LABEL_HASH } from '../rollout/labels.ts';
 import type { Observed } from '../rollout/observed.ts';
 import type { AnalysisObserved } from '../rollout/planner.ts';
 import { type ObservedPod, observePod } from '../rollout/restart.ts';

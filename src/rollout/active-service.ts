@@ -1,7 +1,7 @@
 // The active and preview Services as the planner sees and keeps them: what
 // the active one serves (its selector, judged: Teal's own switch or someone
 // else's edit), and the applies that keep both as they should be.
-import { ANN_APPLIED, LABEL_APP } from './labels.ts';
+import { ANN_APPLIED, LABEL_APP } from '../app/labels.ts';
 import type { Observed } from './observed.ts';
 import type { Planner, Progress, Rollout } from './planner.ts';
 import { isOwnSwitch } from './predicates.ts';

@@ -11,6 +11,8 @@
 // Service steps live in active-service.ts, the ReplicaSet writes in
 // replicaset-writes.ts.
 import { setCondition } from '../app/conditions.ts';
+import { LABEL_APP, LABEL_HASH } from '../app/labels.ts';
+import { ownerReference } from '../app/owner.ts';
 import type { AppStatus, ConditionType, Phase } from '../app/schema.ts';
 import { aborted, abortForChecks } from './abort.ts';
 import { type ActionContext, applyIntent } from './actions.ts';
@@ -31,9 +33,7 @@ import { analysisSpecs } from './analysis-spec.ts';
 import { copiesFreedBy } from './config-refs.ts';
 import { replicaCounts } from './counts.ts';
 import { appendHistory, historyEntry, replicaSetsToDelete, revisionNumberFor } from './history.ts';
-import { LABEL_APP, LABEL_HASH } from './labels.ts';
 import { isAvailableAt, isFullyAvailable, type ObservedReplicaSet } from './observed.ts';
-import { ownerReference } from './owner.ts';
 import {
   condition,
   type Desired,

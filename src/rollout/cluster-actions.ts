@@ -6,11 +6,11 @@
 import type { ArgSource, Builtins } from '../analysis/args.ts';
 import type { MeasureAction } from '../analysis/run.ts';
 import type { Check } from '../analysis/schema.ts';
+import type { OwnerReference } from '../app/owner.ts';
 import type { AnalysisKind } from '../app/schema.ts';
 import type { BuildJobManifest } from '../build/job.ts';
 import type { ConfigCopy, ConfigKind } from './config-refs.ts';
 import type { ObservedService } from './observed.ts';
-import type { OwnerReference } from './owner.ts';
 import type { ReplicaSetManifest } from './replicaset.ts';
 import type { ServiceManifest, ServiceRole } from './service.ts';
 

@@ -6,10 +6,10 @@
 // old content still there. Pure: the reconciler reads the sources (the
 // ConfigMap cache, Secrets by GET) and hands in their digests.
 import { createHash, createHmac } from 'node:crypto';
+import { podTemplateHash } from '../app/hash.ts';
+import { LABEL_APP, LABEL_MANAGED_BY, MANAGED_BY } from '../app/labels.ts';
+import type { OwnerReference } from '../app/owner.ts';
 import type { App } from '../app/schema.ts';
-import { podTemplateHash } from './hash.ts';
-import { LABEL_APP, LABEL_MANAGED_BY, MANAGED_BY } from './labels.ts';
-import type { OwnerReference } from './owner.ts';
 import type { Revision } from './replicaset.ts';
 
 export type ConfigKind = 'configmap' | 'secret';

@@ -13,7 +13,7 @@
 // see more pods than it measures (6 while it averages over 3), and act on
 // that: with maxReplicas 5 it would scale the App "down" to 5, up from 3.
 // Only the active pods take user traffic, so they are what it should average.
-import { LABEL_APP, LABEL_HASH } from './labels.ts';
+import { LABEL_APP, LABEL_HASH } from '../app/labels.ts';
 import type { ObservedReplicaSet } from './observed.ts';
 
 export interface ReplicaCounts {

@@ -17,7 +17,6 @@ import {
   type ValueProblem,
   ValueReader,
 } from '../app/cluster-values.ts';
-import { ANN_CONFIG_COPIES, parseCopies } from './config-refs.ts';
 import {
   ANN_APPLIED,
   ANN_COMMIT,
@@ -28,7 +27,8 @@ import {
   LABEL_APP,
   LABEL_HASH,
   NO_REVISION,
-} from './labels.ts';
+} from '../app/labels.ts';
+import { ANN_CONFIG_COPIES, parseCopies } from './config-refs.ts';
 
 export interface ObservedReplicaSet extends ObjectRef {
   app: string;

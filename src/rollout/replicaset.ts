@@ -1,9 +1,18 @@
 // The ReplicaSet of one revision.
+
+import {
+  ANN_COMMIT,
+  ANN_IMAGE,
+  ANN_REVISION,
+  LABEL_APP,
+  LABEL_HASH,
+  LABEL_MANAGED_BY,
+  MANAGED_BY,
+} from '../app/labels.ts';
+import { ownerReference } from '../app/owner.ts';
 import type { App, RevisionStatus } from '../app/schema.ts';
 import { ANN_CONFIG_COPIES, type ConfigCopy, formatCopies } from './config-refs.ts';
-import { ANN_COMMIT, ANN_IMAGE, ANN_REVISION, LABEL_APP, LABEL_HASH, LABEL_MANAGED_BY, MANAGED_BY } from './labels.ts';
 import type { ObservedReplicaSet } from './observed.ts';
-import { ownerReference } from './owner.ts';
 
 export interface Revision {
   hash: string;

@@ -9,9 +9,10 @@
 //
 // All the state is in status.restart, so a restart carries on after the
 // operator is killed; planRestart is pure.
+
+import { LABEL_APP, LABEL_HASH } from '../app/labels.ts';
 import type { RestartStatus } from '../app/schema.ts';
 import type { PlannerEvent } from './cluster-actions.ts';
-import { LABEL_APP, LABEL_HASH } from './labels.ts';
 import type { ObservedReplicaSet } from './observed.ts';
 import { EventReason as ER } from './reasons.ts';
 

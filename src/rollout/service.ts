@@ -1,8 +1,8 @@
 // The active and preview Services. Teal creates and owns them when missing;
 // a Service someone else created gets only its selector managed, and that
 // selector is restored when the App goes.
-import type { App } from '../app/schema.ts';
-import { podTemplateHash } from './hash.ts';
+
+import { podTemplateHash } from '../app/hash.ts';
 import {
   ANN_APPLIED,
   ANN_ORIGINAL_SELECTOR,
@@ -11,9 +11,10 @@ import {
   LABEL_MANAGED_BY,
   MANAGED_BY,
   NO_REVISION,
-} from './labels.ts';
+} from '../app/labels.ts';
+import { ownerReference } from '../app/owner.ts';
+import type { App } from '../app/schema.ts';
 import type { ObservedService } from './observed.ts';
-import { ownerReference } from './owner.ts';
 import { appContainerIndex } from './replicaset.ts';
 
 export type ServiceRole = 'active' | 'preview';

@@ -1,5 +1,5 @@
+import { podTemplateHash } from '../app/hash.ts';
 import type { App } from '../app/schema.ts';
-import { podTemplateHash } from './hash.ts';
 import type { Revision } from './replicaset.ts';
 
 /**

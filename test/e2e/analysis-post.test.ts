@@ -1,8 +1,8 @@
 import { Watch } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AnalysisInput } from '../../src/analysis/schema.ts';
+import { LABEL_HASH } from '../../src/app/labels.ts';
 import type { AppInput } from '../../src/app/schema.ts';
-import { LABEL_HASH } from '../../src/rollout/labels.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { activeRevision, appSteps, checkServers, conditionOf, webCheck } from '../support/analysis.ts';
 import {

@@ -13,8 +13,8 @@
 // delay is made long enough that no test races it.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ANN_REVISION, ANN_SCALE_DOWN_AT, LABEL_HASH } from '../../src/app/labels.ts';
 import type { AppInput } from '../../src/app/schema.ts';
-import { ANN_REVISION, ANN_SCALE_DOWN_AT, LABEL_HASH } from '../../src/rollout/labels.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import {
   createApp,

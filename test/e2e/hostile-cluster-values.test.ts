@@ -15,7 +15,7 @@ import {
   ANN_SCALE_DOWN_AT,
   LABEL_APP,
   LABEL_HASH,
-} from '../../src/rollout/labels.ts';
+} from '../../src/app/labels.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { createApp, intent, patchSpec, phase, replicaSetOf, selectorHash, waitForApp } from '../support/apps.ts';
 import { clients, createNamespace, kubectl, waitFor } from '../support/kube.ts';

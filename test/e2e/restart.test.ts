@@ -5,8 +5,8 @@
 // cannot hide.
 import { PolicyV1Api, Watch } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { LABEL_APP, LABEL_HASH } from '../../src/app/labels.ts';
 import type { AppStatus } from '../../src/app/schema.ts';
-import { LABEL_APP, LABEL_HASH } from '../../src/rollout/labels.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import {
   createApp,

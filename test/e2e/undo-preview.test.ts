@@ -1,7 +1,7 @@
 import { Watch } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LABEL_HASH } from '../../src/app/labels.ts';
 import { GROUP, PLURAL } from '../../src/app/schema.ts';
-import { LABEL_HASH } from '../../src/rollout/labels.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import {
   createApp,

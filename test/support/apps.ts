@@ -3,8 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { type V1ReplicaSet, Watch } from '@kubernetes/client-node';
 import type { Action } from '../../src/app/intents.ts';
 import { intentAnnotation } from '../../src/app/intents.ts';
+import { LABEL_APP, LABEL_HASH } from '../../src/app/labels.ts';
 import { type AppInput, type AppStatus, GROUP, PLURAL, VERSION } from '../../src/app/schema.ts';
-import { LABEL_APP, LABEL_HASH } from '../../src/rollout/labels.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { clients, kubeConfig, kubectl, WAIT_MS, waitFor } from './kube.ts';
 

@@ -5,6 +5,7 @@
 import { Watch } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { readIntents } from '../../src/app/intents.ts';
+import { ANN_REVISION, ANN_SCALE_DOWN_AT, LABEL_APP, LABEL_HASH } from '../../src/app/labels.ts';
 import type { AppInput } from '../../src/app/schema.ts';
 import { validateApp } from '../../src/app/validate.ts';
 import { Executor } from '../../src/controller/executor.ts';
@@ -12,7 +13,6 @@ import { Writer } from '../../src/kube/apply.ts';
 import { ClusterClient } from '../../src/kube/cluster-client.ts';
 import { plan } from '../../src/rollout/bluegreen.ts';
 import type { RolloutAction } from '../../src/rollout/cluster-actions.ts';
-import { ANN_REVISION, ANN_SCALE_DOWN_AT, LABEL_APP, LABEL_HASH } from '../../src/rollout/labels.ts';
 import { type ObservedReplicaSet, observeReplicaSet, observeService } from '../../src/rollout/observed.ts';
 import { ownedServiceManifest, serviceName } from '../../src/rollout/service.ts';
 import { targetRevision } from '../../src/rollout/target.ts';

@@ -8,6 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { conflictOf } from '../../src/api/actions.ts';
 import type { Action, Intent } from '../../src/app/intents.ts';
+import { LABEL_APP, LABEL_HASH } from '../../src/app/labels.ts';
 import type { App, AppStatus, Condition, HistoryEntry, RevisionStatus } from '../../src/app/schema.ts';
 import { validateApp } from '../../src/app/validate.ts';
 import type { Flags } from '../../src/cli/args.ts';
@@ -18,7 +19,6 @@ import type { CachedApp } from '../../src/controller/cache.ts';
 import { type ActionArgs, actionVerdict, UNKNOWN, type Verdict, viewOfApp } from '../../src/rollout/action-rules.ts';
 import { type ActionContext, applyIntent, plannerView } from '../../src/rollout/actions.ts';
 import { plan } from '../../src/rollout/bluegreen.ts';
-import { LABEL_APP, LABEL_HASH } from '../../src/rollout/labels.ts';
 import type { ObservedReplicaSet, ObservedService } from '../../src/rollout/observed.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 

@@ -2,9 +2,9 @@
 // cluster in test/support/planner-world.ts: actions are applied to the
 // observed state, and "pods" become available unless a test holds them back.
 import { describe, expect, it } from 'vitest';
+import { LABEL_APP, LABEL_HASH } from '../../src/app/labels.ts';
 import type { AppInput } from '../../src/app/schema.ts';
 import { plan } from '../../src/rollout/bluegreen.ts';
-import { LABEL_APP, LABEL_HASH } from '../../src/rollout/labels.ts';
 import { ownedServiceManifest } from '../../src/rollout/service.ts';
 import { intent, makeApp, T0, World } from '../support/planner-world.ts';
 

@@ -5,6 +5,7 @@
 // without it in words that say where to look.
 import type { V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
+import { ANN_IMAGE, ANN_REVISION, LABEL_APP, LABEL_HASH } from '../../src/app/labels.ts';
 import type { AppAnalysisRun, AppStatus, RevisionStatus } from '../../src/app/schema.ts';
 import { type Flags, parse } from '../../src/cli/args.ts';
 import { decide } from '../../src/cli/commands/actions.ts';
@@ -12,7 +13,6 @@ import { checksLine, pausedWhy, settled } from '../../src/cli/commands/status.ts
 import type { AppObject } from '../../src/cli/kube.ts';
 import { appView, renderApp } from '../../src/cli/tree.ts';
 import { UNKNOWN } from '../../src/rollout/action-rules.ts';
-import { ANN_IMAGE, ANN_REVISION, LABEL_APP, LABEL_HASH } from '../../src/rollout/labels.ts';
 
 const T0 = '2026-11-21T10:00:00.000Z';
 const at = (seconds: number) => new Date(Date.parse(T0) + seconds * 1000).toISOString();

@@ -4,7 +4,6 @@
 import { describe, expect, it } from 'vitest';
 import { positiveInteger, rfc3339Time, selectorJson, shown } from '../../src/app/cluster-values.ts';
 import { intentAnnotation, readIntents, readRefreshRequest } from '../../src/app/intents.ts';
-import { observeBuildPod, observeJob } from '../../src/build/observed.ts';
 import {
   ANN_APPLIED,
   ANN_COMMIT,
@@ -14,7 +13,8 @@ import {
   ANN_SCALE_DOWN_AT,
   LABEL_APP,
   LABEL_HASH,
-} from '../../src/rollout/labels.ts';
+} from '../../src/app/labels.ts';
+import { observeBuildPod, observeJob } from '../../src/build/observed.ts';
 import { observeReplicaSet, observeService } from '../../src/rollout/observed.ts';
 
 const HASH = '5d8f7c9b6a';

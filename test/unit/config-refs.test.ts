@@ -3,6 +3,7 @@
 // per-App copies named after their content, what stays live, and which copies
 // go with the ReplicaSets deleted; then the same through the planner.
 import { describe, expect, it } from 'vitest';
+import { podTemplateHash } from '../../src/app/hash.ts';
 import { plan } from '../../src/rollout/bluegreen.ts';
 import {
   ANN_CONFIG_COPIES,
@@ -20,7 +21,6 @@ import {
   secretsDue,
   sourcesToRead,
 } from '../../src/rollout/config-refs.ts';
-import { podTemplateHash } from '../../src/rollout/hash.ts';
 import { type ObservedReplicaSet, observeReplicaSet } from '../../src/rollout/observed.ts';
 import { makeApp, T0 } from '../support/planner-world.ts';
 

@@ -1,11 +1,11 @@
 // Status counts and the scale subresource's selector, as Argo Rollouts counts
 // a blue/green Rollout: all pods, the desired revision's, the active revision's.
 import { describe, expect, it } from 'vitest';
+import { podTemplateHash } from '../../src/app/hash.ts';
+import { LABEL_HASH } from '../../src/app/labels.ts';
 import { validateApp } from '../../src/app/validate.ts';
 import { plan } from '../../src/rollout/bluegreen.ts';
 import { replicaCounts } from '../../src/rollout/counts.ts';
-import { podTemplateHash } from '../../src/rollout/hash.ts';
-import { LABEL_HASH } from '../../src/rollout/labels.ts';
 import type { ObservedReplicaSet } from '../../src/rollout/observed.ts';
 import { imageApp } from '../fixtures/apps.ts';
 

@@ -1,5 +1,5 @@
 // `kubectl teal get APP [--watch]`: the tree, once or redrawn on every change.
-import { LABEL_APP } from '../../rollout/labels.ts';
+import { LABEL_APP } from '../../app/labels.ts';
 import type { Flags } from '../args.ts';
 import { CliError, EXIT } from '../errors.ts';
 import { oneAtATime, paths, Session } from '../kube.ts';

@@ -1,4 +1,5 @@
-// Labels and annotations Teal puts on what it owns.
+// Labels and annotations Teal puts on what it owns: part of the App's contract
+// (users and kubectl teal select by them), read by build, analysis, rollout and cli.
 export const LABEL_APP = 'teal.dev/app';
 export const LABEL_HASH = 'teal.dev/pod-template-hash';
 export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';

@@ -1,4 +1,4 @@
-import { API_VERSION, type App, KIND } from '../app/schema.ts';
+import { API_VERSION, type App, KIND } from './schema.ts';
 
 export interface OwnerReference {
   apiVersion: string;
