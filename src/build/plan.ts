@@ -5,10 +5,14 @@
 import type { ValueProblem } from '../app/cluster-values.ts';
 import type { App, AppStatus } from '../app/schema.ts';
 import { parseGitUrl } from '../git/url.ts';
-import type { BuildAction } from '../rollout/cluster-actions.ts';
 import type { BuildImages } from './images.ts';
-import { buildJobManifest, buildSpecHash } from './job.ts';
+import { type BuildJobManifest, buildJobManifest, buildSpecHash } from './job.ts';
 import { type BuildDefaults, imageRepository } from './registry.ts';
+
+/** Build Jobs: what the build planner asks of the cluster (the controller's executor writes them). */
+export type BuildAction =
+  | { kind: 'createJob'; manifest: BuildJobManifest }
+  | { kind: 'deleteJob'; name: string; why: string };
 
 export interface ObservedJob {
   namespace: string;

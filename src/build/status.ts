@@ -1,9 +1,9 @@
 // status.source, status.build and their conditions, from what the poller
 // resolved and what the build planner saw. Pure.
 import { setCondition } from '../app/conditions.ts';
+import type { PlannerEvent } from '../app/event.ts';
 import type { AppStatus } from '../app/schema.ts';
 import { revisionString, shortCommit } from '../git/revision.ts';
-import type { PlannerEvent } from '../rollout/cluster-actions.ts';
 import type { BuildPlan } from './plan.ts';
 
 export interface ResolvedSource {

@@ -1,13 +1,14 @@
-// Carries out the planners' actions (rollout/cluster-actions.ts), one at a
+// Carries out the planners' actions (ClusterAction below), one at a
 // time and in order, through the reconciler's client. Every write is checked
 // against leadership first; a failed write stops the rest and comes back as an
 // ActionFailed that names the object and carries the API server's answer, so
 // the App's status can say what went wrong.
 import type { Logger } from 'pino';
 import { ANN_SCALE_DOWN_AT, FINALIZER } from '../app/labels.ts';
+import type { BuildAction } from '../build/plan.ts';
 import type { ClusterClient, ConfigSource } from '../kube/cluster-client.ts';
 import { errorMessage, ignoreNotFound } from '../kube/errors.ts';
-import type { ClusterAction } from '../rollout/cluster-actions.ts';
+import type { RolloutAction } from '../rollout/cluster-actions.ts';
 import {
   type ConfigCopy,
   configMapDigest,
@@ -16,7 +17,26 @@ import {
   kindName,
   secretDigest,
 } from '../rollout/config-refs.ts';
+import type { ObservedService } from '../rollout/observed.ts';
 import { restoredServiceManifest } from '../rollout/service.ts';
+
+/**
+ * The App's own metadata: a finalizer held while Teal has adopted a Service
+ * (it must get its selector back if the App goes), and that selector given back.
+ * The reconciler asks for these itself.
+ */
+export type AppAction =
+  | { kind: 'addFinalizer' }
+  | { kind: 'removeFinalizer' }
+  | { kind: 'restoreService'; service: ObservedService };
+
+/**
+ * Every write the controller makes for an App, as data: what the blue/green
+ * planner (rollout/cluster-actions.ts) and the build planner (build/plan.ts)
+ * return, and the reconciler's own. Declared here, above both planners, by the
+ * one room that carries them all out; each planner declares only its own.
+ */
+export type ClusterAction = RolloutAction | BuildAction | AppAction;
 
 export class NotLeaderError extends Error {
   constructor() {

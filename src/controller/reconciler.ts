@@ -10,6 +10,7 @@ import { inFlight } from '../analysis/run.ts';
 import type { AnalysisTemplateSpec } from '../analysis/schema.ts';
 import type { ValueProblem } from '../app/cluster-values.ts';
 import { parseDuration } from '../app/duration.ts';
+import type { PlannerEvent } from '../app/event.ts';
 import { type Intent, readIntents, readRefreshRequest } from '../app/intents.ts';
 import { FINALIZER, LABEL_APP, LABEL_HASH } from '../app/labels.ts';
 import { ANALYSIS_FIELD, type App, type AppStatus } from '../app/schema.ts';
@@ -30,7 +31,7 @@ import { errorMessage, isConflict } from '../kube/errors.ts';
 import type { EventRecorder } from '../kube/events.ts';
 import type { Notifier, Prepared } from '../notify/notifier.ts';
 import { plan, planInvalid } from '../rollout/bluegreen.ts';
-import type { ClusterAction, MeasureRequest, PlannerEvent } from '../rollout/cluster-actions.ts';
+import type { MeasureRequest } from '../rollout/cluster-actions.ts';
 import {
   ANN_LIVE_CONFIG,
   type ConfiguredTemplate,
@@ -52,7 +53,7 @@ import { specProblems } from '../rollout/spec-problems.ts';
 import { targetRevision } from '../rollout/target.ts';
 import type { AnalysisRunner } from './analysis-runner.ts';
 import { APPS_INDEX, type CachedApp, type Caches, JOBS_INDEX } from './cache.ts';
-import { Executor, NotLeaderError, type Target } from './executor.ts';
+import { type ClusterAction, Executor, NotLeaderError, type Target } from './executor.ts';
 import type { Metrics } from './metrics.ts';
 import { countTransitions } from './reconcile-metrics.ts';
 import { failedSummary } from './summary.ts';

@@ -2,8 +2,8 @@
 // summary): what the sub-steps that finished found true, and, when a step
 // failed, Ready=False with the reason and the API server's answer. Pure.
 import { getCondition, setCondition } from '../app/conditions.ts';
+import type { PlannerEvent } from '../app/event.ts';
 import type { AppStatus } from '../app/schema.ts';
-import type { PlannerEvent } from '../rollout/cluster-actions.ts';
 import { ConditionReason as CR, EventReason as ER } from '../rollout/reasons.ts';
 
 export interface Summary {

@@ -2,8 +2,9 @@
 // the write's notifications to the outbox and apply what the sender reported
 // (prepare); once the write has landed, hand the outbox to the sender
 // (landed). Destinations are resolved only when there is something to send.
+
+import type { PlannerEvent } from '../app/event.ts';
 import type { AppStatus, NotificationDestination } from '../app/schema.ts';
-import type { PlannerEvent } from '../rollout/cluster-actions.ts';
 import { type ConfigMapRead, resolveDestinations } from './destinations.ts';
 import { withNotifications } from './outbox.ts';
 import type { Sender, SenderApp } from './sender.ts';

@@ -5,6 +5,7 @@
 // by a later write, which takes the entry out. Pure: no I/O.
 import { createHash } from 'node:crypto';
 import { setCondition } from '../app/conditions.ts';
+import type { PlannerEvent } from '../app/event.ts';
 import type {
   AppStatus,
   NotificationDestination,
@@ -12,7 +13,6 @@ import type {
   NotificationTrigger,
   PendingNotification,
 } from '../app/schema.ts';
-import type { PlannerEvent } from '../rollout/cluster-actions.ts';
 import { awaitingHealthy, MESSAGE_LIMIT, type Transition, transitionsOf } from './triggers.ts';
 
 /** The most pending entries status holds: past it the oldest are dropped, and counted. */

@@ -3,6 +3,8 @@
 // decided by actionVerdict (action-rules.ts), over the planner's view of the
 // App, and a refusal becomes a Normal or Warning event. Nothing here touches
 // the cluster.
+
+import type { PlannerEvent } from '../app/event.ts';
 import type { Intent } from '../app/intents.ts';
 import { ANALYSIS_FIELD, type App, type AppStatus } from '../app/schema.ts';
 import {
@@ -13,7 +15,6 @@ import {
   type RevisionRef,
   restartingView,
 } from './action-rules.ts';
-import type { PlannerEvent } from './cluster-actions.ts';
 import { appendHistory, historyEntry } from './history.ts';
 import type { ObservedReplicaSet } from './observed.ts';
 import { EventReason as ER, refusalReason } from './reasons.ts';

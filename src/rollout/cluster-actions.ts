@@ -1,16 +1,13 @@
-// The one vocabulary of what Teal's planners ask of the cluster, and the
-// Events they want recorded. The planners are pure and return these as data;
-// the controller's executor (controller/executor.ts) carries the actions out,
-// in order, through one client, and records the Events only once the status
-// that goes with them has landed.
+// What the blue/green planner asks of the cluster, as data: the writes to
+// ReplicaSets, Services and copies, and the measurements to take. The planner
+// is pure; the controller's executor (controller/executor.ts, where the one
+// union of every planner's actions lives) carries them out in order.
 import type { ArgSource, Builtins } from '../analysis/args.ts';
 import type { MeasureAction } from '../analysis/run.ts';
 import type { Check } from '../analysis/schema.ts';
 import type { OwnerReference } from '../app/owner.ts';
 import type { AnalysisKind } from '../app/schema.ts';
-import type { BuildJobManifest } from '../build/job.ts';
 import type { ConfigCopy, ConfigKind } from './config-refs.ts';
-import type { ObservedService } from './observed.ts';
 import type { ReplicaSetManifest } from './replicaset.ts';
 import type { ServiceManifest, ServiceRole } from './service.ts';
 
@@ -28,22 +25,6 @@ export type RolloutAction =
   /** restart: a pod of the active revision, through the Eviction API (restart.ts); a refusal (429) is no failure. */
   | { kind: 'evictPod'; name: string; why: string };
 
-/** Build Jobs: what the build planner decides. */
-export type BuildAction =
-  | { kind: 'createJob'; manifest: BuildJobManifest }
-  | { kind: 'deleteJob'; name: string; why: string };
-
-/**
- * The App's own metadata: a finalizer held while Teal has adopted a Service
- * (it must get its selector back if the App goes), and that selector given back.
- */
-export type AppAction =
-  | { kind: 'addFinalizer' }
-  | { kind: 'removeFinalizer' }
-  | { kind: 'restoreService'; service: ObservedService };
-
-export type ClusterAction = RolloutAction | BuildAction | AppAction;
-
 /**
  * A measurement to take (or, after a restart, to carry on with): not a write
  * the plan makes but one the controller starts once the status naming it as
@@ -56,10 +37,3 @@ export type MeasureRequest = Omit<MeasureAction, 'type' | 'check'> & {
   args: ArgSource[];
   builtins: Builtins;
 };
-
-/** An Event on the App, as `kubectl describe` shows it. */
-export interface PlannerEvent {
-  type: 'Normal' | 'Warning';
-  reason: string;
-  message: string;
-}

@@ -5,11 +5,12 @@
 import type { MeasurementResult } from '../analysis/measurement.ts';
 import type { AnalysisTemplateSpec } from '../analysis/schema.ts';
 import { setCondition } from '../app/conditions.ts';
+import type { PlannerEvent } from '../app/event.ts';
 import type { Intent } from '../app/intents.ts';
 import type { AnalysisKind, App, AppStatus, Condition, ConditionType, Phase } from '../app/schema.ts';
 import type { BuildDefaults } from '../build/registry.ts';
 import type { Gate, RunSpec } from './analysis-gate.ts';
-import type { MeasureRequest, PlannerEvent, RolloutAction } from './cluster-actions.ts';
+import type { MeasureRequest, RolloutAction } from './cluster-actions.ts';
 import type { Observed, ObservedReplicaSet } from './observed.ts';
 import type { Revision } from './replicaset.ts';
 

@@ -10,9 +10,9 @@
 // All the state is in status.restart, so a restart carries on after the
 // operator is killed; planRestart is pure.
 
+import type { PlannerEvent } from '../app/event.ts';
 import { LABEL_APP, LABEL_HASH } from '../app/labels.ts';
 import type { RestartStatus } from '../app/schema.ts';
-import type { PlannerEvent } from './cluster-actions.ts';
 import type { ObservedReplicaSet } from './observed.ts';
 import { EventReason as ER } from './reasons.ts';
 

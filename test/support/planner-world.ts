@@ -11,13 +11,14 @@ import { type AnalysisJobRef, analysisJobName } from '../../src/analysis/job.ts'
 import type { MeasurementResult } from '../../src/analysis/measurement.ts';
 import { inFlight } from '../../src/analysis/run.ts';
 import type { AnalysisTemplateSpec } from '../../src/analysis/schema.ts';
+import type { PlannerEvent } from '../../src/app/event.ts';
 import { podTemplateHash } from '../../src/app/hash.ts';
 import type { Intent } from '../../src/app/intents.ts';
 import { LABEL_HASH } from '../../src/app/labels.ts';
 import type { App, AppInput, AppStatus, Condition } from '../../src/app/schema.ts';
 import { validateApp } from '../../src/app/validate.ts';
 import { type Plan, plan } from '../../src/rollout/bluegreen.ts';
-import type { MeasureRequest, PlannerEvent, RolloutAction } from '../../src/rollout/cluster-actions.ts';
+import type { MeasureRequest, RolloutAction } from '../../src/rollout/cluster-actions.ts';
 import type { Observed, ObservedReplicaSet, ObservedService } from '../../src/rollout/observed.ts';
 import { imageApp } from '../fixtures/apps.ts';
 
