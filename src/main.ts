@@ -25,7 +25,7 @@ const { Metrics } = await import('./controller/metrics.ts');
 const { Sources } = await import('./controller/sources.ts');
 const { checkGitUrl } = await import('./git/url.ts');
 const { loadKubeConfig } = await import('./kube/client.ts');
-const { EventRecorder } = await import('./kube/events.ts');
+const { EventRecorder } = await import('./controller/events.ts');
 const { defaultIdentity, LeaderElector } = await import('./kube/leader-election.ts');
 const { ShardElection } = await import('./kube/shard-election.ts');
 const { shardOf } = await import('./kube/shards.ts');
@@ -136,7 +136,7 @@ async function httpServer(p: Wiring, apps: AppController, manager: Manager): Pro
   const { webhookCandidateFinder } = await import('./api/webhook-apps.ts');
   const { readWebhookSecretFile, webhooksPlugin } = await import('./api/webhooks.ts');
   const { ANN_REFRESH } = await import('./app/intents.ts');
-  const { Writer } = await import('./kube/apply.ts');
+  const { Writer } = await import('./controller/apply.ts');
   const https =
     config.tlsCertFile && config.tlsKeyFile
       ? { https: { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile) } }

@@ -19,9 +19,9 @@ import type { MeasurementResult } from '../analysis/measurement.ts';
 import { measurePrometheus } from '../analysis/prometheus.ts';
 import type { SecretKeyRef } from '../analysis/schema.ts';
 import { errorText, measureWeb } from '../analysis/web.ts';
-import type { ClusterClient } from '../kube/cluster-client.ts';
 import { errorMessage } from '../kube/errors.ts';
 import type { MeasureRequest } from '../rollout/cluster-actions.ts';
+import type { ClusterClient } from './cluster-client.ts';
 
 export interface MeasuredApp {
   /** namespace/name, the workqueue key. */

@@ -6,7 +6,6 @@
 import type { Logger } from 'pino';
 import { ANN_SCALE_DOWN_AT, FINALIZER } from '../app/labels.ts';
 import type { BuildAction } from '../build/plan.ts';
-import type { ClusterClient, ConfigSource } from '../kube/cluster-client.ts';
 import { errorMessage, ignoreNotFound } from '../kube/errors.ts';
 import type { RolloutAction } from '../rollout/cluster-actions.ts';
 import {
@@ -19,6 +18,7 @@ import {
 } from '../rollout/config-refs.ts';
 import type { ObservedService } from '../rollout/observed.ts';
 import { restoredServiceManifest } from '../rollout/service.ts';
+import type { ClusterClient, ConfigSource } from './cluster-client.ts';
 
 /**
  * The App's own metadata: a finalizer held while Teal has adopted a Service

@@ -26,9 +26,7 @@ import {
   withBuild,
   withSource,
 } from '../build/status.ts';
-import type { ClusterClient } from '../kube/cluster-client.ts';
 import { errorMessage, isConflict } from '../kube/errors.ts';
-import type { EventRecorder } from '../kube/events.ts';
 import type { Notifier, Prepared } from '../notify/notifier.ts';
 import { plan, planInvalid } from '../rollout/bluegreen.ts';
 import type { MeasureRequest } from '../rollout/cluster-actions.ts';
@@ -53,6 +51,8 @@ import { specProblems } from '../rollout/spec-problems.ts';
 import { targetRevision } from '../rollout/target.ts';
 import type { AnalysisRunner } from './analysis-runner.ts';
 import { APPS_INDEX, type CachedApp, type Caches, JOBS_INDEX } from './cache.ts';
+import type { ClusterClient } from './cluster-client.ts';
+import type { EventRecorder } from './events.ts';
 import { type ClusterAction, Executor, NotLeaderError, type Target } from './executor.ts';
 import type { Metrics } from './metrics.ts';
 import { countTransitions } from './reconcile-metrics.ts';

@@ -13,8 +13,8 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { API_VERSION, APP_API, type AppStatus, KIND } from '../app/schema.ts';
+import { apiStatusOf, ignoreNotFound } from '../kube/errors.ts';
 import { LABEL_CONFIG_COPY } from '../rollout/config-refs.ts';
-import { apiStatusOf, ignoreNotFound } from './errors.ts';
 
 export const FIELD_MANAGER = 'teal';
 

@@ -1,9 +1,10 @@
 // What the App reconciler reads from and writes to the API server, in one
 // injected client: the writes of apply.ts, and the few reads the cache cannot
-// serve (Secrets, which Teal does not watch).
+// serve (Secrets, which Teal does not watch). It knows the App, so it lives in
+// the controller's room, not in src/kube, which knows only Kubernetes.
 import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { ignoreNotFound } from '../kube/errors.ts';
 import { Writer } from './apply.ts';
-import { ignoreNotFound } from './errors.ts';
 
 /** A ConfigMap's or Secret's content; Secret data as the API gives it (base64). */
 export interface ConfigSource {

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { API_VERSION, KIND } from '../app/schema.ts';
-import { errorMessage } from './errors.ts';
+import { errorMessage } from '../kube/errors.ts';
 
 export interface EventTarget {
   name: string;
