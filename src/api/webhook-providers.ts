@@ -5,9 +5,10 @@
 //
 // The payload is only a hint: it selects Apps by repository and ref, and
 // Teal resolves the ref itself, so nothing here reads a commit SHA.
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { z } from 'zod';
+import { hmacSha256, safeEqual } from '../app/signature.ts';
 
 export const PROVIDERS = ['github', 'gitlab', 'gitea', 'bitbucket', 'generic'] as const;
 export type Provider = (typeof PROVIDERS)[number];
@@ -39,20 +40,6 @@ export type BodyEncoding = 'json' | 'form';
 
 // ---------------------------------------------------------------------------
 // Signatures
-
-/** Compares in constant time; different lengths are simply unequal (timingSafeEqual would throw). */
-export function safeEqual(a: Buffer, b: Buffer): boolean {
-  return a.length === b.length && timingSafeEqual(a, b);
-}
-
-export function hmacSha256(secret: Buffer | string, body: Buffer | string): Buffer {
-  return createHmac('sha256', secret).update(body).digest();
-}
-
-/** The `sha256=<hex>` form GitHub, Bitbucket Server and the generic provider send. */
-export function signSha256(body: Buffer | string, secret: Buffer | string): string {
-  return `sha256=${hmacSha256(secret, body).toString('hex')}`;
-}
 
 /** Checks a secret against the request; built once per request from its signature header. */
 export type Verifier = (secret: Buffer) => boolean;

@@ -4,8 +4,8 @@
 // it with the same code; or a Slack incoming-webhook body (text, the
 // fallback, and one mrkdwn section).
 
-import { signSha256 } from '../api/webhook-providers.ts';
 import type { NotificationDestination, NotificationTrigger, PendingNotification } from '../app/schema.ts';
+import { signSha256 } from '../app/signature.ts';
 
 export const DELIVERY_HEADER = 'x-teal-delivery';
 export const TRIGGER_HEADER = 'x-teal-trigger';

@@ -5,14 +5,7 @@ import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import {
-  isFullRef,
-  type Provider,
-  parseDelivery,
-  safeEqual,
-  signSha256,
-  verifySignature,
-} from '../../src/api/webhook-providers.ts';
+import { isFullRef, type Provider, parseDelivery, verifySignature } from '../../src/api/webhook-providers.ts';
 import {
   type Candidate,
   RecentIds,
@@ -24,6 +17,7 @@ import {
   type WebhookResult,
   webhooksPlugin,
 } from '../../src/api/webhooks.ts';
+import { safeEqual, signSha256 } from '../../src/app/signature.ts';
 
 // --- payloads ---------------------------------------------------------------
 
