@@ -2,7 +2,7 @@
 // full ref); each candidate comes with its own webhook secret to verify with,
 // read through WebhookSecretCache so that forged deliveries cost no API calls.
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
-import type { CachedApp } from '../controller/cache.ts';
+import type { CachedApp } from '../app/cached.ts';
 import { normalizeRepoUrl } from '../git/url.ts';
 import { ignoreNotFound } from '../kube/errors.ts';
 import { type SecretLoader, WebhookSecretCache } from './webhook-secret-cache.ts';

@@ -4,6 +4,7 @@
 // shard it holds (owns); a shard handed back is drained first.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import type { CachedApp } from '../app/cached.ts';
 import { ANN_REFRESH, readRefreshRequest } from '../app/intents.ts';
 import type { BuildImages } from '../build/images.ts';
 import type { BuildDefaults } from '../build/registry.ts';
@@ -12,7 +13,7 @@ import { WorkQueue } from '../kube/workqueue.ts';
 import { Notifier } from '../notify/notifier.ts';
 import { Sender } from '../notify/sender.ts';
 import { AnalysisRunner } from './analysis-runner.ts';
-import { type CachedApp, type Caches, makeCaches, watchConfigMaps } from './cache.ts';
+import { type Caches, makeCaches, watchConfigMaps } from './cache.ts';
 import { ClusterClient } from './cluster-client.ts';
 import { Controller, type Decision } from './controller.ts';
 import type { EventRecorder } from './events.ts';

@@ -4,13 +4,21 @@ import type { Logger } from 'pino';
 import { type AnalysisJobRef, LABEL_ANALYSIS, observeAnalysisJob } from '../analysis/job.ts';
 import { type AnalysisTemplateSpec, TEMPLATE_PLURAL } from '../analysis/schema.ts';
 import { validateTemplate } from '../analysis/validate.ts';
+import { APPS_INDEX, type CachedApp } from '../app/cached.ts';
 import { ANN_REFRESH, INTENT_PREFIX } from '../app/intents.ts';
 import { LABEL_APP } from '../app/labels.ts';
 import { GROUP, PLURAL, VERSION } from '../app/schema.ts';
 import { LABEL_BUILD } from '../build/job.ts';
 import { observeBuildPod, observeJob } from '../build/observed.ts';
 import type { ObservedBuildPod, ObservedJob } from '../build/plan.ts';
-import { Informer, type InformerOptions, type KubeObjectLike, type RawObject } from '../kube/informer.ts';
+import {
+  type Cached,
+  Informer,
+  type InformerOptions,
+  type KubeObjectLike,
+  type Meta,
+  type RawObject,
+} from '../kube/informer.ts';
 import { StringPool } from '../kube/intern.ts';
 import { MultiNamespaceInformer, type SharedInformer } from '../kube/multi-namespace-informer.ts';
 import { ANN_LIVE_CONFIG, configMapDigest, findConfigRefs, LABEL_CONFIG_COPY } from '../rollout/config-refs.ts';
@@ -20,32 +28,6 @@ import {
   observeReplicaSet,
   observeService,
 } from '../rollout/observed.ts';
-
-export interface Meta {
-  name: string;
-  namespace: string;
-  resourceVersion: string;
-}
-
-/** An App as cached: everything but managedFields and annotations Teal does not read. */
-export interface CachedApp {
-  apiVersion?: string;
-  kind?: string;
-  metadata: Meta & {
-    uid?: string;
-    generation?: number;
-    deletionTimestamp?: string;
-    finalizers?: string[];
-    annotations?: Record<string, string>;
-  };
-  spec?: unknown;
-  status?: unknown;
-}
-
-export interface Cached<T> {
-  metadata: Meta;
-  value: T;
-}
 
 function trimApp(raw: RawObject, pool: StringPool): CachedApp | undefined {
   const m = raw.metadata;
@@ -168,7 +150,6 @@ function observeConfigMap(raw: RawObject, pool: StringPool): CachedConfigMap | u
   };
 }
 
-export const APPS_INDEX = 'app';
 export const JOBS_INDEX = 'job';
 
 export interface Caches {

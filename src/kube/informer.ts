@@ -35,6 +35,19 @@ export interface KubeObjectLike {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string };
 }
 
+/** The three fields every cached object keeps. */
+export interface Meta {
+  name: string;
+  namespace: string;
+  resourceVersion: string;
+}
+
+/** A trimmed object in a cache: what the caches hold besides Apps. */
+export interface Cached<T> {
+  metadata: Meta;
+  value: T;
+}
+
 export type InformerLogger = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
 
 export interface InformerOptions<T extends KubeObjectLike> {

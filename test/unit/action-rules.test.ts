@@ -7,6 +7,7 @@
 // the whole planner.
 import { describe, expect, it } from 'vitest';
 import { conflictOf } from '../../src/api/actions.ts';
+import type { CachedApp } from '../../src/app/cached.ts';
 import type { Action, Intent } from '../../src/app/intents.ts';
 import { LABEL_APP, LABEL_HASH } from '../../src/app/labels.ts';
 import type { App, AppStatus, Condition, HistoryEntry, RevisionStatus } from '../../src/app/schema.ts';
@@ -15,7 +16,6 @@ import type { Flags } from '../../src/cli/args.ts';
 import { decide } from '../../src/cli/commands/actions.ts';
 import { CliError } from '../../src/cli/errors.ts';
 import type { AppObject } from '../../src/cli/kube.ts';
-import type { CachedApp } from '../../src/controller/cache.ts';
 import { type ActionArgs, actionVerdict, UNKNOWN, type Verdict, viewOfApp } from '../../src/rollout/action-rules.ts';
 import { type ActionContext, applyIntent, plannerView } from '../../src/rollout/actions.ts';
 import { plan } from '../../src/rollout/bluegreen.ts';

@@ -10,9 +10,9 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiPlugin, appView, conflictOf, parseActionBody } from '../../src/api/actions.ts';
 import { ApiError } from '../../src/api/errors.ts';
+import type { CachedApp } from '../../src/app/cached.ts';
 import { IntentSchema, intentAnnotation } from '../../src/app/intents.ts';
 import type { AppAnalysisRun, RevisionStatus } from '../../src/app/schema.ts';
-import type { CachedApp } from '../../src/controller/cache.ts';
 
 const T0 = '2026-11-21T10:00:00.000Z';
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { webhookCandidates } from '../../src/api/webhook-apps.ts';
 import { isLive, mayReread, WebhookSecretCache } from '../../src/api/webhook-secret-cache.ts';
 import type { WebhookHint } from '../../src/api/webhooks.ts';
-import type { CachedApp } from '../../src/controller/cache.ts';
+import type { CachedApp } from '../../src/app/cached.ts';
 
 const TTL = 15_000;
 const ERROR_TTL = 2_000;
