@@ -11,29 +11,16 @@
 //   pod restart or a scale event neither passes, cancels nor hangs it (Argo
 //   #2931); every measurement in flight has a deadline (run.ts rule 3);
 // - auto promotion waits for both the checks and autoPromotionSeconds (Argo #3271).
-import type { ArgSource, Builtins } from '../analysis/args.ts';
+import type { Builtins } from '../analysis/args.ts';
 import { runIdOf } from '../analysis/job.ts';
 import { cancelRun, inFlight, recordMeasurement, startRun, stepRun } from '../analysis/run.ts';
-import type { AnalysisRunStatus, Check, MeasurementStatus, RunPhase } from '../analysis/schema.ts';
+import type { AnalysisRunStatus, MeasurementStatus, RunPhase } from '../analysis/schema.ts';
 import { sha } from '../app/hash.ts';
 import { ANALYSIS_FIELD, type AnalysisKind, type AppAnalysisRun, type AppStatus } from '../app/schema.ts';
 import type { MeasureRequest } from './cluster-actions.ts';
-import { condition, type Desired, emit, type Planner } from './planner.ts';
+import { condition, type Desired, emit, type Gate, type Planner, type RunSpec } from './planner.ts';
 import { ConditionReason as CR, EventReason as ER } from './reasons.ts';
 import { serviceName } from './service.ts';
-
-/** Where the checks leave a revision's promotion. */
-export type Gate =
-  | { state: 'open'; why: 'none' | 'passed' | 'skipped' }
-  | { state: 'waiting'; message: string }
-  | { state: 'failed'; message: string }
-  | { state: 'inconclusive'; message: string };
-
-/** One kind of run, as the App's spec and templates make it (see assemble.ts). */
-export interface RunSpec {
-  checks: Check[];
-  args: ArgSource[];
-}
 
 const WORDS: Record<AnalysisKind, string> = { pre: 'pre-promotion checks', post: 'post-promotion checks' };
 

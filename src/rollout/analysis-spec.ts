@@ -7,8 +7,7 @@ import { assembleRun } from '../analysis/assemble.ts';
 import { checkCondition } from '../analysis/condition.ts';
 import type { Analysis, Check } from '../analysis/schema.ts';
 import { ANALYSIS_FIELD, type App } from '../app/schema.ts';
-import type { RunSpec } from './analysis-gate.ts';
-import type { AnalysisObserved } from './planner.ts';
+import type { AnalysisObserved, RunSpec } from './planner.ts';
 
 export interface AnalysisSpecs {
   runs: { pre?: RunSpec; post?: RunSpec };

@@ -19,7 +19,6 @@ import { type ActionContext, applyIntent } from './actions.ts';
 import { activeManifest, activeServiceName, reconcileServices, servingHash } from './active-service.ts';
 import {
   cancelStaleRuns,
-  type Gate,
   inconclusiveMessage,
   isAwaitingPostChecks,
   isSkippingChecks,
@@ -38,6 +37,7 @@ import {
   condition,
   type Desired,
   emit,
+  type Gate,
   type Plan,
   type PlanInput,
   type Planner,

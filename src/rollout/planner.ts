@@ -2,17 +2,30 @@
 // reconcile knows (Rollout), where the desired revision stands (Progress), and
 // what it has decided so far (Planner: actions, status, wake-up times).
 
+import type { ArgSource } from '../analysis/args.ts';
 import type { MeasurementResult } from '../analysis/measurement.ts';
-import type { AnalysisTemplateSpec } from '../analysis/schema.ts';
+import type { AnalysisTemplateSpec, Check } from '../analysis/schema.ts';
 import { setCondition } from '../app/conditions.ts';
 import type { PlannerEvent } from '../app/event.ts';
 import type { Intent } from '../app/intents.ts';
 import type { AnalysisKind, App, AppStatus, Condition, ConditionType, Phase } from '../app/schema.ts';
 import type { BuildDefaults } from '../build/registry.ts';
-import type { Gate, RunSpec } from './analysis-gate.ts';
 import type { MeasureRequest, RolloutAction } from './cluster-actions.ts';
 import type { Observed, ObservedReplicaSet } from './observed.ts';
 import type { Revision } from './replicaset.ts';
+
+/** Where the checks leave a revision's promotion. */
+export type Gate =
+  | { state: 'open'; why: 'none' | 'passed' | 'skipped' }
+  | { state: 'waiting'; message: string }
+  | { state: 'failed'; message: string }
+  | { state: 'inconclusive'; message: string };
+
+/** One kind of run, as the App's spec and templates make it (see assemble.ts). */
+export interface RunSpec {
+  checks: Check[];
+  args: ArgSource[];
+}
 
 export interface PlanInput {
   app: App;
