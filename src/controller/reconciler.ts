@@ -34,7 +34,6 @@ import type { MeasureRequest } from '../rollout/cluster-actions.ts';
 import {
   ANN_LIVE_CONFIG,
   type ConfiguredTemplate,
-  configuredRevision,
   configureTemplate,
   parseLiveConfig,
   recheckAfterMs,
@@ -49,7 +48,7 @@ import type { AnalysisObserved } from '../rollout/planner.ts';
 import { type ObservedPod, observePod } from '../rollout/restart.ts';
 import { isAdopted, serviceName } from '../rollout/service.ts';
 import { specProblems } from '../rollout/spec-problems.ts';
-import { targetRevision } from '../rollout/target.ts';
+import { configuredRevision, targetRevision } from '../rollout/target.ts';
 import type { AnalysisRunner } from './analysis-runner.ts';
 import { type Caches, JOBS_INDEX } from './cache.ts';
 import type { ClusterClient } from './cluster-client.ts';

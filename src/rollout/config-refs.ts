@@ -6,11 +6,8 @@
 // old content still there. Pure: the reconciler reads the sources (the
 // ConfigMap cache, Secrets by GET) and hands in their digests.
 import { createHash, createHmac } from 'node:crypto';
-import { podTemplateHash } from '../app/hash.ts';
 import { LABEL_APP, LABEL_MANAGED_BY, MANAGED_BY } from '../app/labels.ts';
 import type { OwnerReference } from '../app/owner.ts';
-import type { App } from '../app/schema.ts';
-import type { Revision } from './replicaset.ts';
 
 export type ConfigKind = 'configmap' | 'secret';
 
@@ -245,20 +242,6 @@ export function configureTemplate<T extends { spec: unknown }>(
 }
 
 export const kindName = (kind: ConfigKind): string => (kind === 'configmap' ? 'ConfigMap' : 'Secret');
-
-/** The revision with its configuration in: the same hash as before when nothing was copied. */
-export function configuredRevision(
-  base: Revision | undefined,
-  configured: ConfiguredTemplate<App['spec']['template']>,
-): Revision | undefined {
-  if (!base || configured.copies.length === 0) return base;
-  return {
-    ...base,
-    hash: podTemplateHash(base.image, configured.template),
-    template: configured.template,
-    copies: configured.copies,
-  };
-}
 
 /** The ReplicaSet annotation listing its copies. */
 export const formatCopies = (copies: readonly ConfigCopy[]): string =>

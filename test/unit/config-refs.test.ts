@@ -9,7 +9,6 @@ import {
   ANN_CONFIG_COPIES,
   CONFIG_RECHECK_MS,
   configMapDigest,
-  configuredRevision,
   configureTemplate,
   copiesFreedBy,
   copyName,
@@ -22,6 +21,7 @@ import {
   sourcesToRead,
 } from '../../src/rollout/config-refs.ts';
 import { type ObservedReplicaSet, observeReplicaSet } from '../../src/rollout/observed.ts';
+import { configuredRevision } from '../../src/rollout/target.ts';
 import { makeApp, T0 } from '../support/planner-world.ts';
 
 const podSpec = {
