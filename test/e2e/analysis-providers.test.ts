@@ -4,7 +4,6 @@
 // server of the test's on 127.0.0.1, and a watcher checks invariant 1 at every
 // change of an active Service throughout.
 import { randomBytes } from 'node:crypto';
-import { Watch } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MASK } from '../../src/analysis/args.ts';
 import { type AnalysisInput, TEMPLATE_API_VERSION, TEMPLATE_KIND, TEMPLATE_PLURAL } from '../../src/analysis/schema.ts';
@@ -15,9 +14,10 @@ import { e2eApp } from '../fixtures/apps.ts';
 import { activeRevision, appSteps, checkServers, conditionOf, webCheck } from '../support/analysis.ts';
 import { createApp, phase, replicaSetsOf, type StoredApp, waitForApp, watchActiveServices } from '../support/apps.ts';
 import { type Exporter, startExporter } from '../support/exporter.ts';
-import { clients, createNamespace, kubeConfig, waitFor } from '../support/kube.ts';
+import { clients, createNamespace, waitFor } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 import { waitForScrape } from '../support/prometheus.ts';
+import { watchChanges } from '../support/watch.ts';
 
 const { core, batch, custom } = clients();
 let ns: string;
@@ -91,16 +91,11 @@ async function watchNamed<O, T>(
   pick: (obj: O) => T,
 ): Promise<{ seen: T[]; stop: () => void }> {
   const seen: T[] = [];
-  const controller = await new Watch(kubeConfig()).watch(
-    path,
-    { fieldSelector: `metadata.name=${name}` },
-    (type, obj: O) => {
-      if (type === 'ADDED' || type === 'MODIFIED') seen.push(pick(obj));
-    },
-    () => {},
-  );
+  const stop = await watchChanges(path, { fieldSelector: `metadata.name=${name}` }, (type, obj: O) => {
+    if (type === 'ADDED' || type === 'MODIFIED') seen.push(pick(obj));
+  });
   await waitFor(`a first state of ${name}`, async () => seen.length > 0 || undefined);
-  return { seen, stop: () => controller.abort() };
+  return { seen, stop };
 }
 
 type RunSeen = { id?: string; revision?: number; phase?: string } | undefined;

@@ -3,7 +3,7 @@
 // one goes at once). Watches, not polls, follow the active Service's ready
 // endpoints and the App's status throughout, so a dip between two reads
 // cannot hide.
-import { PolicyV1Api, Watch } from '@kubernetes/client-node';
+import { PolicyV1Api } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LABEL_APP, LABEL_HASH } from '../../src/app/labels.ts';
 import type { AppStatus } from '../../src/app/schema.ts';
@@ -24,6 +24,7 @@ import {
 import { tealIn } from '../support/cli.ts';
 import { canI, clients, createNamespace, kubeConfig, waitFor } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
+import { watchChanges } from '../support/watch.ts';
 
 const { core, rbac } = clients();
 const policy = kubeConfig().makeApiClient(PolicyV1Api);
@@ -72,7 +73,7 @@ async function watchReadyEndpoints(service: string): Promise<{ min: () => number
   const ready = new Map<string, number>();
   let min = Number.POSITIVE_INFINITY;
   type Slice = { metadata?: { name?: string }; endpoints?: { conditions?: { ready?: boolean } }[] };
-  const controller = await new Watch(kubeConfig()).watch(
+  const stop = await watchChanges(
     `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices`,
     { labelSelector: `kubernetes.io/service-name=${service}` },
     (type, slice: Slice) => {
@@ -84,9 +85,7 @@ async function watchReadyEndpoints(service: string): Promise<{ min: () => number
         [...ready.values()].reduce((a, b) => a + b, 0),
       );
     },
-    () => {},
   );
-  const stop = () => controller.abort();
   stops.push(stop);
   return { min: () => min, stop };
 }
@@ -94,15 +93,14 @@ async function watchReadyEndpoints(service: string): Promise<{ min: () => number
 /** The most pods the App's status listed as being evicted at once, at every change, from now on. */
 async function watchEvictions(name: string): Promise<{ most: () => number }> {
   let most = 0;
-  const controller = await new Watch(kubeConfig()).watch(
+  const stop = await watchChanges(
     `/apis/teal.dev/v1alpha1/namespaces/${ns}/apps`,
     { fieldSelector: `metadata.name=${name}` },
     (_type, app: { status?: AppStatus }) => {
       most = Math.max(most, app.status?.restart?.evicting?.length ?? 0);
     },
-    () => {},
   );
-  stops.push(() => controller.abort());
+  stops.push(stop);
   return { most: () => most };
 }
 
@@ -226,9 +224,7 @@ describe('restart', () => {
       (a) => a.status?.handledIntents?.restart === id,
     );
     expect(taken.status?.restart).toBeUndefined();
-    expect(await eventsOf('busy', 'RestartRejected')).toEqual([
-      expect.stringContaining('revision 2 is on its way to active'),
-    ]);
+    expect(await eventsOf('busy', 'RestartRejected')).toEqual([expect.stringContaining('revision 2 is on its way to active')]);
     expect(await podNames('busy', before.status?.active?.podTemplateHash ?? '')).toEqual(oldPods);
     expect((await getApp(ns, 'busy')).status?.history).toEqual(before.status?.history);
   });

@@ -1,4 +1,3 @@
-import { Watch } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABEL_HASH } from '../../src/app/labels.ts';
 import { GROUP, PLURAL } from '../../src/app/schema.ts';
@@ -14,8 +13,9 @@ import {
   watchActiveServices,
 } from '../support/apps.ts';
 import { tealIn } from '../support/cli.ts';
-import { clients, createNamespace, kubeConfig, waitFor } from '../support/kube.ts';
+import { clients, createNamespace, waitFor } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
+import { watchChanges } from '../support/watch.ts';
 
 const { core, rbac, authz, authn } = clients();
 
@@ -31,7 +31,7 @@ const teal = (...args: string[]) => tealIn(ns, ...args);
 
 /** Records every selector of the active Services of the namespace, from their watch. */
 async function recordSelections(namespace: string): Promise<() => void> {
-  const controller = await new Watch(kubeConfig()).watch(
+  return watchChanges(
     `/api/v1/namespaces/${namespace}/services`,
     { labelSelector: 'teal.dev/role=active' },
     (type, obj: { metadata?: { name?: string }; spec?: { selector?: Record<string, string> } }) => {
@@ -42,9 +42,7 @@ async function recordSelections(namespace: string): Promise<() => void> {
       if (hash !== '' && hash !== 'none' && seen.at(-1) !== hash) seen.push(hash);
       selections.set(obj.metadata?.name ?? '', seen);
     },
-    () => {},
   );
-  return () => controller.abort();
 }
 
 /** A first release, then a new image waiting in preview; returns the stable and preview hashes. */

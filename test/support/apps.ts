@@ -1,12 +1,13 @@
 // Test helpers for Apps on the real control plane.
 import { randomUUID } from 'node:crypto';
-import { type V1ReplicaSet, Watch } from '@kubernetes/client-node';
+import type { V1ReplicaSet } from '@kubernetes/client-node';
 import type { Action } from '../../src/app/intents.ts';
 import { intentAnnotation } from '../../src/app/intents.ts';
 import { LABEL_APP, LABEL_HASH } from '../../src/app/labels.ts';
 import { type AppInput, type AppStatus, GROUP, PLURAL, VERSION } from '../../src/app/schema.ts';
 import { e2eApp } from '../fixtures/apps.ts';
-import { clients, kubeConfig, kubectl, WAIT_MS, waitFor } from './kube.ts';
+import { clients, kubectl, WAIT_MS, waitFor } from './kube.ts';
+import { watchChanges } from './watch.ts';
 
 const { custom, apps, core, discovery } = clients();
 
@@ -152,8 +153,7 @@ export async function watchActiveServices(
   const violations: string[] = [];
   let checks = 0;
   const seen = new Map<string, string>();
-  const watch = new Watch(kubeConfig());
-  const controller = await watch.watch(
+  const stop = await watchChanges(
     `/api/v1/namespaces/${namespace}/services`,
     { labelSelector: 'teal.dev/role=active' },
     (type, obj: { metadata?: { name?: string }; spec?: { selector?: Record<string, string> } }) => {
@@ -172,9 +172,8 @@ export async function watchActiveServices(
         }
       });
     },
-    () => {},
   );
-  return { violations, checks: () => checks, stop: () => controller.abort() };
+  return { violations, checks: () => checks, stop };
 }
 
 /** A first release of e2eApp(name), a new image into preview, and its promotion. */

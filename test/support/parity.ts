@@ -2,7 +2,6 @@
 // could miss (every state a ReplicaSet went through), Events about an App,
 // pods that become Ready by hand, and writes made exactly as Teal makes them
 // (to reproduce a switch whose status write was lost).
-import { Watch } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { readIntents } from '../../src/app/intents.ts';
 import { ANN_REVISION, ANN_SCALE_DOWN_AT, LABEL_APP, LABEL_HASH } from '../../src/app/labels.ts';
@@ -28,6 +27,7 @@ import {
   waitForApp,
 } from './apps.ts';
 import { clients, kubeConfig, WAIT_MS, waitFor } from './kube.ts';
+import { watchChanges } from './watch.ts';
 
 const { core, apps } = clients();
 
@@ -62,8 +62,7 @@ type RawReplicaSet = {
 export async function recordReplicaSets(namespace: string, app: string): Promise<ReplicaSetRecorder> {
   const states: ReplicaSetState[] = [];
   const last = new Map<string, string>();
-  const watch = new Watch(kubeConfig());
-  const controller = await watch.watch(
+  const stop = await watchChanges(
     `/apis/apps/v1/namespaces/${namespace}/replicasets`,
     { labelSelector: `${LABEL_APP}=${app}` },
     (type, obj: RawReplicaSet) => {
@@ -82,9 +81,8 @@ export async function recordReplicaSets(namespace: string, app: string): Promise
       last.set(state.uid, key);
       states.push(state);
     },
-    () => {},
   );
-  return { states, of: (hash) => states.filter((s) => s.hash === hash), stop: () => controller.abort() };
+  return { states, of: (hash) => states.filter((s) => s.hash === hash), stop };
 }
 
 export interface AppEvent {
@@ -238,20 +236,18 @@ export async function onSelectorChange(
   const seen = new Promise<void>((resolve) => {
     fire = resolve;
   });
-  const watch = new Watch(kubeConfig());
-  const controller = await watch.watch(
+  const stop = await watchChanges(
     `/api/v1/namespaces/${namespace}/services`,
     { fieldSelector: `metadata.name=${service}` },
     (_type, obj: { spec?: { selector?: Record<string, string> } }) => {
       if (obj.spec?.selector?.[LABEL_HASH] === hash) fire();
     },
-    () => {},
   );
   const done = seen.then(async () => {
     await act();
-    controller.abort();
+    stop();
   });
-  return { done, stop: () => controller.abort() };
+  return { done, stop };
 }
 
 /** Makes a revision's `count` pods Ready, retrying until its ReplicaSet counts them available. */
