@@ -2,7 +2,6 @@
 // is scaled down after abortScaleDownDelaySeconds, active stays, or goes back
 // to stable when the aborted revision was active awaiting its post-promotion
 // checks (DESIGN §3.2's abort path). Planner steps, pure like the rest.
-import type { AppStatus } from '../app/schema.ts';
 import { activeManifest, activeServiceName } from './active-service.ts';
 import { cancelRunning } from './analysis-gate.ts';
 import { appendHistory, historyEntry } from './history.ts';
@@ -11,6 +10,7 @@ import { isRolledBackFrom } from './predicates.ts';
 import { EventReason as ER } from './reasons.ts';
 import { revisionStatus } from './replicaset.ts';
 import { markScaleDown, scaleDownLater } from './replicaset-writes.ts';
+import { selectedHash } from './service.ts';
 
 /** A check failed: the release is aborted as a person would abort it, by teal, saying which check and why. */
 export function abortForChecks(
@@ -72,14 +72,19 @@ function abortMessage(p: Planner, desired: Desired): string {
   const { abort } = p.status;
   const why =
     abort?.via === 'analysis' ? `: ${checksMessage(p, desired) ?? 'a check did not pass'}` : ` by ${abort?.by}`;
-  return `revision ${desired.number} aborted${why}; ${whereActive(p.status, desired)}`;
+  return `revision ${desired.number} aborted${why}; ${whereActive(p, desired)}`;
 }
 
-function whereActive(status: AppStatus, desired: Desired): string {
-  const { active, stable } = status;
+function whereActive(p: Planner, desired: Desired): string {
+  const { active, stable } = p.status;
   // The abort has landed; the switch back comes with the next plan.
   if (active?.podTemplateHash === desired.hash) return `active returns to revision ${stable?.revision ?? '-'}`;
-  if (isRolledBackFrom(status, desired.hash)) return `active is back on revision ${active?.revision ?? '-'}`;
+  if (isRolledBackFrom(p.status, desired.hash)) {
+    // The switch back is written in this plan (or was in one before), but until the Service is seen selecting
+    // the stable revision, users may still reach the aborted one.
+    const landed = selectedHash(p.input.observed.activeService) === active?.podTemplateHash;
+    return `active ${landed ? 'is back on' : 'is switching back to'} revision ${active?.revision ?? '-'}`;
+  }
   return `active stays on revision ${active?.revision ?? '-'}`;
 }
 

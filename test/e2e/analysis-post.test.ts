@@ -1,4 +1,3 @@
-import { Watch } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AnalysisInput } from '../../src/analysis/schema.ts';
 import { LABEL_HASH } from '../../src/app/labels.ts';
@@ -15,9 +14,10 @@ import {
   watchActiveServices,
 } from '../support/apps.ts';
 import { tealIn } from '../support/cli.ts';
-import { clients, createNamespace, kubeConfig, waitFor } from '../support/kube.ts';
+import { clients, createNamespace, waitFor } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 import { recordReplicaSets } from '../support/parity.ts';
+import { watchChanges } from '../support/watch.ts';
 
 const { core } = clients();
 let ns: string;
@@ -52,16 +52,15 @@ function app(name: string, blueGreen: Record<string, unknown>): AppInput {
 /** Every selector the named Service went through, from its current one on: a switch a poll would miss counts. */
 async function recordSelectors(name: string): Promise<string[]> {
   const seen: string[] = [];
-  const controller = await new Watch(kubeConfig()).watch(
+  const stop = await watchChanges(
     `/api/v1/namespaces/${ns}/services`,
     { fieldSelector: `metadata.name=${name}` },
     (type, obj: { spec?: { selector?: Record<string, string> } }) => {
       const hash = obj.spec?.selector?.[LABEL_HASH];
       if ((type === 'ADDED' || type === 'MODIFIED') && hash && seen.at(-1) !== hash) seen.push(hash);
     },
-    () => {},
   );
-  stops.push(() => controller.abort());
+  stops.push(stop);
   await waitFor(`the first state of Service ${name}`, async () => seen.length > 0 || undefined);
   return seen;
 }
@@ -133,8 +132,18 @@ describe('post-promotion checks', () => {
     await waitFor('revision 2 scaled down', async () =>
       h2 && (await replicaSetOf(ns, 'post', h2))?.spec?.replicas === 0 ? true : undefined,
     );
-    const settled = await waitForApp(ns, 'post', 'Degraded', phase('Degraded'));
-
+    // Status says active is back only once the operator has seen the Service select revision 1 again.
+    const settled = await waitForApp(
+      ns,
+      'post',
+      'Degraded, active back on revision 1',
+      (a) => phase('Degraded')(a) && (a.status?.message ?? '').endsWith('; active is back on revision 1'),
+    );
+    // The test's own watch is another stream: it may bring the switch back a moment after the operator's did.
+    await waitFor(
+      'the watch to see the switch back',
+      async () => (selectors.length > 1 && selectors.at(-1) === h1) || undefined,
+    );
     expect(selectors).toEqual([h1, h2, h1]);
     expect(await selectorHash(ns, 'post')).toBe(h1);
     // Stable served throughout: never scaled down, never marked to be.

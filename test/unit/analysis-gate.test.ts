@@ -563,6 +563,22 @@ describe('post-promotion checks', () => {
     expect(w.rs(h1).specReplicas).toBe(3);
   });
 
+  it('says active is switching back until the Service is seen on stable, and only then that it is back', () => {
+    const { w } = switched();
+    w.advance(S);
+    w.answerAll({ phase: 'Failed', value: '{"ok":false}' });
+    w.reconcile();
+    expect(w.status.message).toMatch(/; active returns to revision 1$/);
+    // The plan that writes the switch back saw the Service still selecting revision 2.
+    w.reconcile();
+    expect(activeSwitches(w.last)).toHaveLength(1);
+    expect(w.status.active?.revision).toBe(1);
+    expect(w.status.message).toMatch(/; active is switching back to revision 1$/);
+    w.reconcile();
+    expect(activeSwitches(w.last)).toEqual([]);
+    expect(w.status.message).toMatch(/; active is back on revision 1$/);
+  });
+
   it('the switch back replayed on a status whose write was lost: recorded once, not switched again', () => {
     const { w, h1, h2 } = switched();
     w.advance(S);
