@@ -224,7 +224,12 @@ describe('restart', () => {
       (a) => a.status?.handledIntents?.restart === id,
     );
     expect(taken.status?.restart).toBeUndefined();
-    expect(await eventsOf('busy', 'RestartRejected')).toEqual([expect.stringContaining('revision 2 is on its way to active')]);
+    // A plan's Events are recorded once its status has landed, so they may follow it.
+    const rejected = await waitFor('the RestartRejected Event', async () => {
+      const messages = await eventsOf('busy', 'RestartRejected');
+      return messages.length > 0 ? messages : undefined;
+    });
+    expect(rejected).toEqual([expect.stringContaining('revision 2 is on its way to active')]);
     expect(await podNames('busy', before.status?.active?.podTemplateHash ?? '')).toEqual(oldPods);
     expect((await getApp(ns, 'busy')).status?.history).toEqual(before.status?.history);
   });
