@@ -114,6 +114,17 @@ async function eventsOf(name: string, reason: string): Promise<string[]> {
   return events.items.map((e) => e.message ?? '');
 }
 
+/**
+ * The messages of an Event that goes with a status: the operator records a plan's Events once its status has
+ * landed, so they may follow the status a test waited for.
+ */
+async function recordedEvents(name: string, reason: string): Promise<string[]> {
+  return waitFor(`the ${reason} Event of ${name}`, async () => {
+    const messages = await eventsOf(name, reason);
+    return messages.length > 0 ? messages : undefined;
+  });
+}
+
 /** Every pod of the revision replaced, the revision, history and Services as they were. */
 async function expectRestarted(name: string, before: StoredApp, oldPods: string[]): Promise<StoredApp> {
   const after = await waitForApp(ns, name, 'the restart finished', finished);
@@ -145,7 +156,7 @@ describe('restart', () => {
     expect(evictions.most()).toBe(1);
     expect(endpoints.min()).toBeGreaterThanOrEqual(2);
     expect(await eventsOf('web', 'RestartRequested')).toHaveLength(1);
-    expect(await eventsOf('web', 'Restarted')).toEqual([expect.stringContaining('3 pods replaced')]);
+    expect(await recordedEvents('web', 'Restarted')).toEqual([expect.stringContaining('3 pods replaced')]);
     await waitFor('3 ready endpoints again', async () =>
       (await readyEndpoints(ns, 'web')).length === 3 ? true : undefined,
     );
@@ -177,9 +188,7 @@ describe('restart', () => {
     });
 
     await intent(ns, 'crash', 'restart');
-    await waitFor('RestartBlocked', async () =>
-      (await eventsOf('crash', 'RestartBlocked')).length > 0 ? true : undefined,
-    );
+    await recordedEvents('crash', 'RestartBlocked');
     const blocked = await getApp(ns, 'crash');
     expect(blocked.status?.restart).toMatchObject({ refusals: expect.any(Number), evicting: [expect.any(String)] });
     expect(blocked.status?.conditions?.find((c) => c.type === 'Ready')?.reason).not.toBe('ReconcileError');
@@ -191,7 +200,7 @@ describe('restart', () => {
     await expectRestarted('crash', before, oldPods);
     expect(endpoints.min()).toBeGreaterThanOrEqual(2);
     expect(await eventsOf('crash', 'RestartBlocked')).toHaveLength(1);
-    expect(await eventsOf('crash', 'Restarted')).toHaveLength(1);
+    expect(await recordedEvents('crash', 'Restarted')).toHaveLength(1);
   });
 
   it('is refused while a preview is up: 409 from the API, exit 1 from the CLI, RestartRejected from the operator', async () => {
@@ -224,12 +233,9 @@ describe('restart', () => {
       (a) => a.status?.handledIntents?.restart === id,
     );
     expect(taken.status?.restart).toBeUndefined();
-    // A plan's Events are recorded once its status has landed, so they may follow it.
-    const rejected = await waitFor('the RestartRejected Event', async () => {
-      const messages = await eventsOf('busy', 'RestartRejected');
-      return messages.length > 0 ? messages : undefined;
-    });
-    expect(rejected).toEqual([expect.stringContaining('revision 2 is on its way to active')]);
+    expect(await recordedEvents('busy', 'RestartRejected')).toEqual([
+      expect.stringContaining('revision 2 is on its way to active'),
+    ]);
     expect(await podNames('busy', before.status?.active?.podTemplateHash ?? '')).toEqual(oldPods);
     expect((await getApp(ns, 'busy')).status?.history).toEqual(before.status?.history);
   });
