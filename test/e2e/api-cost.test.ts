@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { e2eApp } from '../fixtures/apps.ts';
 import { type ApiRecorder, startApiRecorder } from '../support/api-recorder.ts';
 import { createApp, phase, waitForApp } from '../support/apps.ts';
-import { clients, createNamespace } from '../support/kube.ts';
+import { clients, createNamespace, waitFor } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 
 const APPS = 4;
@@ -37,8 +37,11 @@ describe('API cost', () => {
     const names = Array.from({ length: APPS }, (_, i) => `cost-${i}`);
     for (const name of names) await createApp(ns, e2eApp(name));
     for (const name of names) await waitForApp(ns, name, 'Healthy', phase('Healthy'));
+    // The PhaseHealthy Event is recorded once the Healthy status has landed: it may follow it.
+    const eventsPath = `/api/v1/namespaces/${ns}/events`;
+    await waitFor('two Events for each App', async () => recorder.count('POST', eventsPath) >= 2 * APPS || undefined);
 
-    const events = recorder.count('POST', `/api/v1/namespaces/${ns}/events`);
+    const events = recorder.count('POST', eventsPath);
     const serviceReads = names.map(
       (name) =>
         recorder.count('GET', `/api/v1/namespaces/${ns}/services/${name}`) +

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppInput } from '../../src/app/schema.ts';
 import { createApp, getApp, phase, waitForApp } from '../support/apps.ts';
 import { createRepo, type TestRepo } from '../support/git-server.ts';
-import { clients, createNamespace, kubeConfig, kubectl, serviceAccountKubeconfig } from '../support/kube.ts';
+import { clients, createNamespace, kubeConfig, kubectl, serviceAccountKubeconfig, waitFor } from '../support/kube.ts';
 import { find, parseManifests } from '../support/manifests.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 
@@ -110,12 +110,17 @@ describe('a write the API server refuses', () => {
     expect(failed.status?.source?.commit).toBe(head);
     expect(failed.status?.build).toBeUndefined();
     expect((await batch.listNamespacedJob({ namespace: ns })).items).toEqual([]);
-    const events = await core.listNamespacedEvent({ namespace: ns, fieldSelector: 'involvedObject.name=web' });
-    const warnings = events.items.filter((e) => e.reason === 'ReconcileError');
+    // The Event follows the status that landed, and the log line the reconcile that failed: both may come after it.
+    const warnings = await waitFor('the ReconcileError Event', async () => {
+      const events = await core.listNamespacedEvent({ namespace: ns, fieldSelector: 'involvedObject.name=web' });
+      const found = events.items.filter((e) => e.reason === 'ReconcileError');
+      return found.length > 0 ? found : undefined;
+    });
     expect(warnings.map((e) => e.type)).toEqual(['Warning']);
     expect(warnings[0]?.message).toMatch(/^creating build Job .*: 403: /);
     // A refusal needs a person: retried on a slow backoff, not at once.
-    expect(operator.logs()).toMatch(/"err":"403: [^\n]*forbidden[^\n]*"msg":"reconcile failed; will retry slowly/);
+    const slowRetry = /"err":"403: [^\n]*forbidden[^\n]*"msg":"reconcile failed; will retry slowly/;
+    await waitFor('the slow retry logged', async () => slowRetry.test(operator.logs()) || undefined);
 
     await rbac.replaceNamespacedRole({ namespace: ns, name: 'teal-operator', body: role });
     const recovered = await waitForApp(ns, 'web', 'built and released', phase('Healthy'));
