@@ -1,9 +1,11 @@
 // The Helm chart's values, in zod: `make manifests` writes charts/teal/values.schema.json
 // from it, so `helm install` rejects a mistyped value with its path.
 import { z } from 'zod';
+import { DURATION_HINT, DURATION_PATTERN } from '../src/app/duration.ts';
 import { DNS1123_LABEL } from '../src/app/patterns.ts';
 
-const duration = z.string().regex(/^\d+(\.\d+)?s$/, 'a duration in seconds, such as 15s');
+// The operator's grammar (--lease-duration and the others read them so).
+const duration = z.string().regex(DURATION_PATTERN, DURATION_HINT);
 const stringMap = z.record(z.string(), z.string());
 const anyList = z.array(z.record(z.string(), z.unknown()));
 const anyObject = z.record(z.string(), z.unknown());

@@ -5,12 +5,27 @@
 // @kubernetes/client-node, fastify or pino, even indirectly.
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { parseDuration } from './app/duration.ts';
 import { DNS1123_LABEL, DNS1123_SUBDOMAIN } from './app/patterns.ts';
 import { DEFAULT_BUILD_IMAGES } from './build/images.ts';
 import { registryProblem } from './build/registry.ts';
 import { MAX_SHARDS } from './kube/shards.ts';
 
-const ConfigSchema = z.strictObject({
+/** A duration flag, read by the App's grammar (app/duration.ts), in milliseconds and at least `min`. */
+const durationFlag = (min: string) =>
+  z
+    .string()
+    .transform((text, ctx) => {
+      try {
+        return parseDuration(text);
+      } catch (err) {
+        ctx.issues.push({ code: 'custom', message: (err as Error).message, input: text });
+        return z.NEVER;
+      }
+    })
+    .pipe(z.int().min(parseDuration(min), `must be at least ${min}`));
+
+const ConfigFields = z.strictObject({
   kubeconfig: z.string().optional(),
   namespaces: z
     .array(z.string().regex(DNS1123_LABEL, 'each namespace must be a DNS label'))
@@ -18,16 +33,16 @@ const ConfigSchema = z.strictObject({
   leaderElect: z.boolean(),
   leaderElectionNamespace: z.string().min(1),
   leaderElectionId: z.string().min(1),
-  leaseDurationMs: z.int().min(1000, 'must be at least 1s'),
-  renewDeadlineMs: z.int().min(500, 'must be at least 0.5s'),
-  retryPeriodMs: z.int().min(100, 'must be at least 0.1s'),
+  leaseDurationMs: durationFlag('1s'),
+  renewDeadlineMs: durationFlag('500ms'),
+  retryPeriodMs: durationFlag('100ms'),
   shards: z
     .int()
     .min(1)
     .max(MAX_SHARDS)
     .describe('Splits the Apps between replicas by a hash of namespace/name, one Lease per shard; 1: no sharding.'),
-  requestTimeoutMs: z.int().min(100, 'must be at least 0.1s'),
-  gracefulShutdownTimeoutMs: z.int().min(100, 'must be at least 0.1s'),
+  requestTimeoutMs: durationFlag('100ms').optional().describe('Default: half of renewDeadlineMs.'),
+  gracefulShutdownTimeoutMs: durationFlag('100ms'),
   concurrency: z.int().min(1).max(64),
   httpAddr: z.string().regex(/^[^:]+:\d+$/, 'must be host:port'),
   logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error']),
@@ -52,6 +67,11 @@ const ConfigSchema = z.strictObject({
     .optional()
     .describe('The push Secret, in the App namespace, of Apps without build.pushSecretRef.'),
 });
+// The request timeout's default depends on the renew deadline.
+const ConfigSchema = ConfigFields.transform((c) => ({
+  ...c,
+  requestTimeoutMs: c.requestTimeoutMs ?? Math.round(c.renewDeadlineMs / 2),
+}));
 export type Config = z.output<typeof ConfigSchema>;
 
 export const USAGE = `teal: the Teal operator
@@ -62,10 +82,11 @@ export const USAGE = `teal: the Teal operator
   --leader-election-namespace NS    namespace of the Lease (default: $POD_NAMESPACE or default)
   --leader-election-id NAME         name of the Lease (default: teal-controller)
   --lease-duration 15s --renew-deadline 10s --retry-period 2s
+                                    durations are Go's, as in every Kubernetes component: 500ms, 15s, 1m30s
   --shards N                        split the Apps between the replicas by a hash of namespace/name, one Lease
                                     per shard (<id>-shard-<i>); 1 to ${MAX_SHARDS} (default: 1, no sharding;
                                     docs/sharding.md)
-  --request-timeout SECONDS         each API request but a watch is aborted after this long; shorter than
+  --request-timeout DURATION        each API request but a watch is aborted after this long; shorter than
                                     --renew-deadline (default: half of it)
   --graceful-shutdown-timeout 20s   after SIGTERM, exit even if reconciles have not finished by then
   --concurrency N                   concurrent reconciles (default: 4)
@@ -118,12 +139,12 @@ function readFlags(argv: readonly string[], env: NodeJS.ProcessEnv) {
       'leader-elect': { type: 'string', default: 'true' },
       'leader-election-namespace': { type: 'string' },
       'leader-election-id': { type: 'string', default: 'teal-controller' },
-      'lease-duration': { type: 'string' },
-      'renew-deadline': { type: 'string' },
-      'retry-period': { type: 'string' },
+      'lease-duration': { type: 'string', default: '15s' },
+      'renew-deadline': { type: 'string', default: '10s' },
+      'retry-period': { type: 'string', default: '2s' },
       shards: { type: 'string', default: '1' },
       'request-timeout': { type: 'string' },
-      'graceful-shutdown-timeout': { type: 'string' },
+      'graceful-shutdown-timeout': { type: 'string', default: '20s' },
       concurrency: { type: 'string', default: '4' },
       'http-addr': { type: 'string', default: '127.0.0.1:8081' },
       'log-level': { type: 'string', default: env.LOG_LEVEL ?? 'info' },
@@ -140,9 +161,8 @@ function readFlags(argv: readonly string[], env: NodeJS.ProcessEnv) {
   }).values;
 }
 
-/** The flags as the schema's input: durations in ms, namespaces as a list, the defaults that depend on others. */
+/** The flags as the schema's input: namespaces as a list, the defaults that depend on the environment. */
 function toConfigInput(values: Flags, env: NodeJS.ProcessEnv) {
-  const renewDeadlineMs = seconds(values['renew-deadline'], 10_000);
   return {
     kubeconfig: values.kubeconfig,
     namespaces: [
@@ -156,12 +176,12 @@ function toConfigInput(values: Flags, env: NodeJS.ProcessEnv) {
     leaderElect: values['leader-elect'] !== 'false',
     leaderElectionNamespace: values['leader-election-namespace'] ?? env.POD_NAMESPACE ?? 'default',
     leaderElectionId: values['leader-election-id'],
-    leaseDurationMs: seconds(values['lease-duration'], 15_000),
-    renewDeadlineMs,
-    retryPeriodMs: seconds(values['retry-period'], 2_000),
+    leaseDurationMs: values['lease-duration'],
+    renewDeadlineMs: values['renew-deadline'],
+    retryPeriodMs: values['retry-period'],
     shards: Number(values.shards),
-    requestTimeoutMs: seconds(values['request-timeout'], Math.round(renewDeadlineMs / 2)),
-    gracefulShutdownTimeoutMs: seconds(values['graceful-shutdown-timeout'], 20_000),
+    requestTimeoutMs: values['request-timeout'],
+    gracefulShutdownTimeoutMs: values['graceful-shutdown-timeout'],
     concurrency: Number(values.concurrency),
     httpAddr: values['http-addr'],
     logLevel: values['log-level'],
@@ -179,9 +199,6 @@ function toConfigInput(values: Flags, env: NodeJS.ProcessEnv) {
 /** The command-line flag a config key comes from: leaseDurationMs → lease-duration. */
 const flagOf = (key: string): string =>
   key === 'namespaces' ? 'namespace' : key.replace(/Ms$/, '').replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-
-const seconds = (v: string | undefined, fallback: number) =>
-  v === undefined ? fallback : Math.round(Number.parseFloat(v) * 1000);
 
 function pairingProblem(c: Config): string | undefined {
   if ((c.tlsCertFile === undefined) !== (c.tlsKeyFile === undefined)) {

@@ -9,7 +9,7 @@
 // Checks sit inside arrays, so their string rules are plain `.regex()` patterns
 // rather than CEL regexes: one CEL regex per array item blows the CRD cost budget.
 import { z } from 'zod';
-import { DURATION_PATTERN } from '../app/duration.ts';
+import { DURATION_HINT, DURATION_PATTERN } from '../app/duration.ts';
 import { ObjectMetaSchema } from '../app/object-meta.ts';
 import { DNS1123_LABEL, DNS1123_SUBDOMAIN } from '../app/patterns.ts';
 import { type Rule, withRules } from '../app/rules.ts';
@@ -32,8 +32,7 @@ export const MEASUREMENT_HISTORY_LIMIT = 10;
 export const MAX_VALUE_LENGTH = 128;
 export const MAX_MESSAGE_LENGTH = 256;
 
-const duration = (what: string) =>
-  z.string().max(32).regex(DURATION_PATTERN, `${what} must be a duration such as 30s, 5m or 1h30m`);
+const duration = (what: string) => z.string().max(32).regex(DURATION_PATTERN, `${what} must be ${DURATION_HINT}`);
 
 const name63 = (what: string) =>
   z.string().min(1).max(63).regex(DNS1123_LABEL, `${what} must be a DNS-1123 label: lowercase letters, digits and "-"`);

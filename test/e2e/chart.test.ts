@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_BUILD_IMAGES } from '../../src/build/images.ts';
+import { readCommandLine } from '../../src/config.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { CLUSTER_SCOPED, IN_APP_NAMESPACES, IN_OPERATOR_NAMESPACE, NEVER } from '../fixtures/operator-rbac.ts';
 import { createApp, getApp, releaseAndPromote } from '../support/apps.ts';
@@ -61,6 +62,9 @@ describe('helm lint', () => {
     ['--set', 'leaderElection.enabled=false', 'replicaCount > 1 needs leaderElection.enabled'],
     // A bare word would be run by node as the script, in place of the operator.
     ['--set', 'nodeFlags={other.js}', "at '/nodeFlags/0'"],
+    // Durations as the operator reads them: a bare number has no unit.
+    ['--set-string', 'leaderElection.leaseDuration=15', "at '/leaderElection/leaseDuration'"],
+    ['--set', 'leaderElection.retryPeriod=2sec', "at '/leaderElection/retryPeriod'"],
   ])('rejects %s %s with a message naming it', async (flag, value, message) => {
     const out = await helm(['template', 'teal', CHART, flag, value]);
     expect(out.code).not.toBe(0);
@@ -142,6 +146,20 @@ describe('the rendered chart', () => {
     expect(ingress?.spec.rules[0]?.http.paths.map((p) => p.path)).toEqual(['/webhooks', '/api/v1']);
     expect(find(objects, 'ServiceMonitor', 'teal')[0]?.metadata.labels).toMatchObject({ release: 'prometheus' });
     expect(find(objects, 'PodDisruptionBudget', 'teal')).toHaveLength(1);
+  });
+
+  it('takes durations as the operator reads them (500ms, 1m30s), and the flags it renders read so', async () => {
+    const { objects } = await render('teal', 'platform', [
+      '--set',
+      'leaderElection.leaseDuration=1m30s,leaderElection.renewDeadline=1m,leaderElection.retryPeriod=500ms',
+    ]);
+    const { args } = operatorContainer(objects);
+    expect(args).toEqual(
+      expect.arrayContaining(['--lease-duration=1m30s', '--renew-deadline=1m', '--retry-period=500ms']),
+    );
+    expect(readCommandLine(args, {})).toMatchObject({
+      run: { leaseDurationMs: 90_000, renewDeadlineMs: 60_000, retryPeriodMs: 500, requestTimeoutMs: 30_000 },
+    });
   });
 
   it.each([

@@ -16,7 +16,7 @@ import { apiServerAddress, startTcpProxy, type TcpProxy } from '../support/tcp-p
 
 const { custom } = clients();
 // Long enough that the leader surely sends its write before its lease runs out.
-const LEASE = { duration: '10', renew: '8', retry: '1' };
+const LEASE = { duration: '10s', renew: '8s', retry: '1s' };
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const fn of cleanups.splice(0).reverse()) await fn().catch(() => {});
@@ -147,7 +147,7 @@ describe('SIGTERM while a write hangs in the network', () => {
     const ns = await namespace('sigterm');
     const { proxy, kubeconfig } = await proxied(ns);
     // A 3 s renew deadline, so requests time out after half of it.
-    const lease = { duration: '4', renew: '3', retry: '0.5' };
+    const lease = { duration: '4s', renew: '3s', retry: '500ms' };
     const op = await operator({ namespace: ns, kubeconfig, lease, extraArgs: ['--leader-elect=false'] });
     await writeIntoHeldNetwork(ns, proxy, op);
 
@@ -162,8 +162,8 @@ describe('SIGTERM while a write hangs in the network', () => {
       namespace: ns,
       kubeconfig,
       // Requests that outlast the test: only the shutdown deadline can end the drain.
-      lease: { duration: '120', renew: '100', retry: '2' },
-      extraArgs: ['--leader-elect=false', '--request-timeout', '90', '--graceful-shutdown-timeout', '1'],
+      lease: { duration: '120s', renew: '100s', retry: '2s' },
+      extraArgs: ['--leader-elect=false', '--request-timeout', '90s', '--graceful-shutdown-timeout', '1s'],
     });
     await writeIntoHeldNetwork(ns, proxy, op);
 

@@ -81,7 +81,7 @@ describe('two operator replicas', () => {
     const { name: ns, remove } = await createNamespace('handover');
     cleanups.push(remove);
     // A lease far longer than a busy machine's handover: only a release lets b in before it ends.
-    const lease = { duration: '60', renew: '40', retry: '0.5' };
+    const lease = { duration: '60s', renew: '40s', retry: '500ms' };
     const a = await operatorIn(ns, lease);
     await waitFor('a to lead', async () => ((await holder(ns)) === identity(a) ? true : undefined));
     const b = await operatorIn(ns, lease);

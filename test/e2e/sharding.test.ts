@@ -23,7 +23,7 @@ import { type Operator, startOperator } from '../support/operator.ts';
 const SHARDS = 6;
 const ELECTION = 'teal-controller';
 // Short leases (as the other e2e files), so a dead replica's shards move within seconds.
-const LEASE = { duration: '15', renew: '10', retry: '2' };
+const LEASE = { duration: '15s', renew: '10s', retry: '2s' };
 
 const coordination = clients().kc.makeApiClient(CoordinationV1Api);
 const cleanups: (() => Promise<unknown>)[] = [];

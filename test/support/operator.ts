@@ -28,7 +28,7 @@ export interface OperatorOptions {
   /** Serve HTTPS with this certificate (PEM files) and trust its CA for the readiness check. */
   tls?: { certFile: string; keyFile: string; ca: string };
   /**
-   * Lease timings in seconds. The default is client-go's (15/10/2): a busy
+   * Lease timings, as durations (15s, 500ms). The default is client-go's (15/10/2): a busy
    * machine that stalls the operator for a few seconds must not cost it the
    * lease (it exits at once when it loses it). Tests that wait for an expiry
    * may pass shorter ones.
@@ -44,7 +44,7 @@ export interface OperatorOptions {
 
 export async function startOperator(options: OperatorOptions): Promise<Operator> {
   const healthPort = await freePort();
-  const lease = options.lease ?? { duration: '15', renew: '10', retry: '2' };
+  const lease = options.lease ?? { duration: '15s', renew: '10s', retry: '2s' };
   const kubeconfig = options.kubeconfig ?? inject('kubeconfig');
   const args = options.deployed
     ? [

@@ -108,7 +108,7 @@ describe('AnalysisTemplate refusals name the field', () => {
     [
       'a bad interval',
       template([webMetric({ interval: '5 minutes', count: 2 })]),
-      'spec.metrics[0].interval: interval must be a duration such as 30s, 5m or 1h30m',
+      'spec.metrics[0].interval: interval must be a duration such as 90s, 15m or 1h30m',
     ],
     ['a negative failureLimit', template([webMetric({ failureLimit: -1 })]), 'spec.metrics[0].failureLimit: '],
     [

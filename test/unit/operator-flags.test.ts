@@ -23,7 +23,7 @@ describe('operator flags', () => {
     [['--default-registry', 'https://harbor.example.com'], '--default-registry: must not have a scheme'],
     [['--default-registry', 'myregistry/apps'], '--default-registry: must start with a registry host'],
     [['--default-push-secret', 'Harbor_Push'], '--default-push-secret: must be a Secret name'],
-    [['--lease-duration', '0.5'], '--lease-duration: must be at least 1s'],
+    [['--lease-duration', '500ms'], '--lease-duration: must be at least 1s'],
     [['--concurrency', '0'], '--concurrency:'],
     [['--http-addr', '8081'], '--http-addr: must be host:port'],
     [['--tls-cert-file', '/tmp/cert.pem'], '--tls-cert-file and --tls-key-file go together'],
@@ -43,7 +43,7 @@ describe('operator flags', () => {
   });
 
   it('good flags run, with the defaults filled in', () => {
-    const commandLine = readCommandLine(['--namespace', 'team-a, team-b,team-a', '--lease-duration', '20'], {
+    const commandLine = readCommandLine(['--namespace', 'team-a, team-b,team-a', '--lease-duration', '20s'], {
       POD_NAMESPACE: 'teal-system',
     });
     expect(commandLine).toMatchObject({
@@ -66,18 +66,53 @@ describe('operator flags', () => {
 // one lease term could land in the next.
 describe('request and shutdown timing flags', () => {
   it.each([
-    [['--request-timeout', '10'], '--request-timeout: must be shorter than --renew-deadline (10s)'],
+    [['--request-timeout', '10s'], '--request-timeout: must be shorter than --renew-deadline (10s)'],
     [
-      ['--renew-deadline', '4', '--request-timeout', '4'],
+      ['--renew-deadline', '4s', '--request-timeout', '4s'],
       '--request-timeout: must be shorter than --renew-deadline (4s)',
     ],
-    [['--request-timeout', '0'], '--request-timeout: must be at least 0.1s'],
-    [['--graceful-shutdown-timeout', '0'], '--graceful-shutdown-timeout: must be at least 0.1s'],
-    [['--lease-duration', '10', '--renew-deadline', '10'], '--renew-deadline: must be shorter than --lease-duration'],
+    [['--request-timeout', '0'], '--request-timeout: must be at least 100ms'],
+    [['--graceful-shutdown-timeout', '0'], '--graceful-shutdown-timeout: must be at least 100ms'],
+    [['--lease-duration', '10s', '--renew-deadline', '10s'], '--renew-deadline: must be shorter than --lease-duration'],
   ])('%j is refused: %s', (args, message) => {
     const { code, stderr } = start(args);
     expect(code).toBe(2);
     expect(stderr.split('\n')[0]).toContain(message);
+  });
+});
+
+// Durations as Go and every Kubernetes component write them (app/duration.ts, the App's grammar too):
+// parseFloat read "1m" as one second and "500ms" as 500 seconds.
+describe('duration flags', () => {
+  it.each([
+    ['--graceful-shutdown-timeout', '1m', 'gracefulShutdownTimeoutMs', 60_000],
+    ['--lease-duration', '1m30s', 'leaseDurationMs', 90_000],
+    ['--renew-deadline', '1.5s', 'renewDeadlineMs', 1_500],
+    ['--retry-period', '500ms', 'retryPeriodMs', 500],
+    ['--request-timeout', '2500ms', 'requestTimeoutMs', 2_500],
+  ])('%s %s is read as a duration', (flag, value, key, ms) => {
+    expect(readCommandLine([flag, value], {})).toMatchObject({ run: { [key]: ms } });
+  });
+
+  it.each([
+    [['--lease-duration', '15'], '--lease-duration: invalid duration "15" (no unit: 15s is 15 seconds)'],
+    [['--graceful-shutdown-timeout', '1'], '--graceful-shutdown-timeout: invalid duration "1" (no unit'],
+    [['--retry-period', '2 s'], '--retry-period: invalid duration "2 s"'],
+    [['--renew-deadline', '1d'], '--renew-deadline: invalid duration "1d"'],
+    [['--request-timeout=-1s'], '--request-timeout: invalid duration "-1s"'],
+    [['--lease-duration', 'PT15S'], '--lease-duration: invalid duration "PT15S"'],
+  ])('%j is refused, naming the flag: %s', (args, message) => {
+    const { code, stderr } = start(args);
+    expect(code).toBe(2);
+    expect(stderr.split('\n')[0]).toContain(message);
+  });
+
+  it('every bad duration is named at once', () => {
+    const { stderr } = start(['--lease-duration', 'soon', '--retry-period', '2']);
+    expect(stderr.split('\n\n')[0]?.split('\n')).toEqual([
+      'teal: --lease-duration: invalid duration "soon": use a duration such as 90s, 15m or 1h30m',
+      '--retry-period: invalid duration "2" (no unit: 2s is 2 seconds): use a duration such as 90s, 15m or 1h30m',
+    ]);
   });
 });
 
