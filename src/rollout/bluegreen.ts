@@ -54,6 +54,7 @@ import {
   isPromotionRequested,
   isRollBackTo,
   parseTime,
+  wasAvailableInPreview,
 } from './predicates.ts';
 import { ConditionReason as CR, EventReason as ER } from './reasons.ts';
 import { revisionStatus } from './replicaset.ts';
@@ -370,7 +371,12 @@ function release(p: Planner, r: Rollout, desired: Desired): Progress {
   }
   if (!promoting) {
     sizeTo(p, rs, r.previewCount, `preview of revision ${rs.revision}`);
-    if (!previewReady) return { ...inPreview, checks, previewReady, ...waitingFor(desired, rs, 'preview', r) };
+    if (!previewReady) {
+      const waiting = { ...inPreview, checks, previewReady, ...waitingFor(desired, rs, 'preview', r) };
+      return wasAvailableInPreview(status, desired.hash)
+        ? stillWaitingForPromotion(p, r, desired, gate, waiting)
+        : waiting;
+    }
     return { ...inPreview, checks, previewReady, ...inPreviewProgress(p, desired, gate) };
   }
   sizeTo(p, rs, r.replicas, `promoting revision ${rs.revision}`);
@@ -389,20 +395,44 @@ function release(p: Planner, r: Rollout, desired: Desired): Progress {
   return { checks, phase: 'Healthy', message: `revision ${desired.number} is active` };
 }
 
-/** Ready in preview: waiting for the checks, a person, or autoPromotionSeconds. */
-function inPreviewProgress(p: Planner, desired: Desired, gate: Gate): Pick<Progress, 'phase' | 'message'> {
+/**
+ * Ready in preview (or, `where` says, resizing there): waiting for the checks,
+ * a person, or autoPromotionSeconds.
+ */
+function inPreviewProgress(
+  p: Planner,
+  desired: Desired,
+  gate: Gate,
+  where = 'is ready in preview',
+): Pick<Progress, 'phase' | 'message'> {
   const auto = p.app.spec.strategy.blueGreen.autoPromotionEnabled;
-  if (gate.state === 'inconclusive') {
-    return { phase: 'Paused', message: `revision ${desired.number} is ready in preview: ${inconclusiveMessage(gate)}` };
-  }
+  const what = `revision ${desired.number} ${where}`;
+  if (gate.state === 'inconclusive') return { phase: 'Paused', message: `${what}: ${inconclusiveMessage(gate)}` };
   if (gate.state === 'waiting') {
     const then = auto ? 'then promoted automatically' : 'then waits for promotion';
     return {
       phase: auto ? 'Progressing' : 'Paused',
-      message: `revision ${desired.number} is ready in preview; pre-promotion checks: ${gate.message}; ${then}`,
+      message: `${what}; pre-promotion checks: ${gate.message}; ${then}`,
     };
   }
-  return { phase: 'Paused', message: `revision ${desired.number} is ready in preview, waiting for promotion` };
+  return { phase: 'Paused', message: `${what}, waiting for promotion` };
+}
+
+/**
+ * The preview was available and is short of pods again (replicas changed, a
+ * pod lost) before any promotion: the release still waits for promotion, so
+ * it stays Paused, saying the preview is resizing. Argo keeps a Rollout with a
+ * pause condition Paused whatever its replica counts (CalculateRolloutPhase),
+ * and estimates no progress while paused: neither does Teal, so no progress
+ * deadline runs here. `kubectl teal status` and `kubectl wait` see no
+ * Progressing in between; auto promotion waits for the pods all the same.
+ */
+function stillWaitingForPromotion(p: Planner, r: Rollout, desired: Desired, gate: Gate, waiting: Progress): Progress {
+  const resizing = `is in preview, resizing (${podsAvailable(waiting.previewRS, 'preview', r)})`;
+  const held = inPreviewProgress(p, desired, gate, resizing);
+  if (held.phase !== 'Paused') return waiting;
+  const { waiting: _, ...paused } = waiting;
+  return { ...paused, ...held };
 }
 
 function waitingFor(
@@ -411,15 +441,18 @@ function waitingFor(
   waiting: 'preview' | 'full',
   r: Rollout,
 ): Progress {
-  // A ReplicaSet just created has no pod available yet: saying so in the same words as once it
-  // shows in the cache leaves the status as it was, so that step costs no status write.
-  const have = `${rs?.availableReplicas ?? 0}/${waiting === 'full' ? r.replicas : r.previewCount} pods available`;
+  const have = podsAvailable(rs, waiting, r);
   return {
     phase: 'Progressing',
     message: `revision ${desired.number} ${waiting === 'full' ? 'promoting' : 'in preview'}: ${have}`,
     waiting,
   };
 }
+
+// A ReplicaSet just created has no pod available yet: saying so in the same words as once it
+// shows in the cache leaves the status as it was, so that step costs no status write.
+const podsAvailable = (rs: ObservedReplicaSet | undefined, waiting: 'preview' | 'full', r: Rollout) =>
+  `${rs?.availableReplicas ?? 0}/${waiting === 'full' ? r.replicas : r.previewCount} pods available`;
 
 /** Promotes once autoPromotionSeconds have passed since the preview became available; else wakes then. */
 function autoPromote(p: Planner, desired: Desired): boolean {
@@ -659,7 +692,9 @@ function previewStatus(p: Planner, r: Rollout, progress: Progress): void {
   }
   const ready = progress.previewReady === true;
   const before = status.preview?.podTemplateHash === desired.hash ? status.preview.availableAt : undefined;
-  const availableAt = ready ? (before ?? p.now) : undefined;
+  // When it first became available: kept while it resizes or loses a pod, as the release still waits
+  // for promotion (wasAvailableInPreview) and the autoPromotionSeconds clock runs from then.
+  const availableAt = before ?? (ready ? p.now : undefined);
   if (ready && !before) {
     emit(p, {
       type: 'Normal',

@@ -69,6 +69,10 @@ export const isPromotionRequested = (status: AppStatus, hash: string): boolean =
 /** This revision was aborted and stays so until retry, a new revision or a spec change. */
 export const isAborted = (status: AppStatus, hash: string): boolean => status.abort?.podTemplateHash === hash;
 
+/** The revision's preview became available once (status.preview.availableAt): from then on it waits for promotion. */
+export const wasAvailableInPreview = (status: AppStatus, hash: string): boolean =>
+  status.preview?.podTemplateHash === hash && status.preview.availableAt !== undefined;
+
 /**
  * When auto promotion is due: autoPromotionSeconds after the preview first
  * became available, as recorded in status (now, when first seen available).

@@ -29,6 +29,7 @@ import {
   waitForApp,
   watchActiveServices,
 } from '../support/apps.ts';
+import { tealIn } from '../support/cli.ts';
 import { clients, createNamespace, kubectl, waitFor } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 import {
@@ -48,6 +49,7 @@ import {
   waitForReplicaSetSize,
   waitForSelector,
 } from '../support/parity.ts';
+import { WAIT_MS } from '../support/wait.ts';
 
 const { apps } = clients();
 
@@ -144,6 +146,47 @@ describe('issue #10: blue/green semantics', () => {
         expect(await selectorHash(ns, 'a2-progressing')).toBe(h1);
       };
       await Promise.all([paused(), progressing()]);
+    });
+
+    // Issue #24 A1. Argo's CalculateRolloutPhase reads the pause conditions before the replica counts.
+    it('issue #24 A1: a replicas change while waiting for promotion stays Paused while the preview resizes; status exits 2', async () => {
+      const name = 'a1-resize';
+      const h1 = await releaseFirst(ns, app(name, { previewReplicaCount: undefined }, { replicas: 1 }));
+      // The preview's pods are Ready only when the test says so: the resized preview stays short of one.
+      await newImage(ns, name, '2', { template: notReadyTemplate });
+      const h2 = await waitForNewReplicaSet(ns, name, [h1]);
+      await makeReady(ns, name, h2, 1);
+      await waitForApp(ns, name, 'waiting for promotion', phase('Paused'));
+      await patchSpec(ns, name, { replicas: 2 });
+      await waitForReplicaSetSize(ns, name, h2, 2);
+      // The status of a reconcile that saw the preview's new size, its new pod not available.
+      const resizing = await waitForApp(
+        ns,
+        name,
+        'the resize seen',
+        (a) =>
+          a.status?.observedGeneration === a.metadata.generation &&
+          condition(a, 'PreviewAvailable')?.status === 'False',
+      );
+      expect(resizing.status?.phase).toBe('Paused');
+      expect(resizing.status?.message).toBe(
+        'revision 2 is in preview, resizing (1/2 pods available), waiting for promotion',
+      );
+      expect(condition(resizing, 'Promoted')).toMatchObject({ status: 'False', reason: 'WaitingForPromotion' });
+      // A CI step waiting on the pause is not fooled: settled, Paused, exit code 2.
+      const status = await tealIn(ns, 'status', name, '--timeout', `${WAIT_MS / 1000}s`);
+      expect(status.code, status.stdout + status.stderr).toBe(2);
+      expect(status.stdout).toContain(`revision 2 waits for "kubectl teal promote ${name}"`);
+      await makeReady(ns, name, h2, 2);
+      const ready = await waitForApp(
+        ns,
+        name,
+        'the preview at its new size',
+        (a) => phase('Paused')(a) && condition(a, 'PreviewAvailable')?.status === 'True',
+      );
+      expect(ready.status?.message).toBe('revision 2 is ready in preview, waiting for promotion');
+      await intent(ns, name, 'promote');
+      await waitForApp(ns, name, 'revision 2 active', activeIs(2));
     });
 
     it('A3: abortScaleDownDelaySeconds: 0 never scales the aborted preview down', async () => {

@@ -613,6 +613,70 @@ describe('Argo parity', () => {
     expect(w.activeHash()).toBe(h1);
   });
 
+  it('a replicas change while waiting for promotion stays Paused, saying the preview resizes (issue #24 A1)', () => {
+    const { w, h1 } = released((a) => {
+      a.spec.strategy = { blueGreen: { autoPromotionEnabled: false } };
+    });
+    const h2 = w.image('repo/app:2');
+    w.converge();
+    expect(w.status.phase).toBe('Paused');
+    const availableAt = w.status.preview?.availableAt;
+    w.events = [];
+    w.app = { ...w.app, spec: { ...w.app.spec, replicas: 5 } };
+    w.reconcile();
+    expect(w.rs(h2).specReplicas).toBe(5);
+    // Argo's CalculateRolloutPhase: a pause condition comes before the replica counts.
+    expect(w.status.phase).toBe('Paused');
+    expect(w.status.message).toBe('revision 2 is in preview, resizing (3/5 pods available), waiting for promotion');
+    expect(cond(w, 'Promoted')).toMatchObject({ status: 'False', reason: 'WaitingForPromotion' });
+    expect(cond(w, 'PreviewAvailable')).toMatchObject({ status: 'False', reason: 'Progressing' });
+    // Waiting for promotion is not waiting on the progress deadline, however long the pods take.
+    expect(cond(w, 'ProgressDeadlineExceeded')).toMatchObject({ status: 'False', reason: 'NotWaiting' });
+    w.advance(w.app.spec.progressDeadlineSeconds * S + S);
+    w.reconcile();
+    expect(w.status.phase).toBe('Paused');
+    expect(w.status.preview?.availableAt).toBe(availableAt);
+    w.settle();
+    w.reconcile();
+    expect(w.status.phase).toBe('Paused');
+    expect(w.status.message).toBe('revision 2 is ready in preview, waiting for promotion');
+    expect(w.events.map((e) => e.reason)).not.toContain('PhaseProgressing');
+    // Available once: the Event is not told again.
+    expect(w.events.map((e) => e.reason)).not.toContain('PreviewAvailable');
+    expect(w.activeHash()).toBe(h1);
+  });
+
+  it('a preview pod lost while waiting for promotion stays Paused; with auto promotion, promotion waits for it', () => {
+    const { w, h1 } = released((a) => {
+      a.spec.strategy = { blueGreen: { autoPromotionEnabled: true, autoPromotionSeconds: 60, previewReplicaCount: 2 } };
+    });
+    const h2 = w.image('repo/app:2');
+    w.converge();
+    expect(w.status.phase).toBe('Paused');
+    w.rs(h2).availableReplicas = 1;
+    w.advance(60 * S);
+    w.reconcile();
+    expect(w.status.phase).toBe('Paused');
+    expect(w.status.message).toBe('revision 2 is in preview, resizing (1/2 pods available), waiting for promotion');
+    expect(w.status.promotion).toBeUndefined();
+    expect(w.activeHash()).toBe(h1);
+    w.settle();
+    w.converge();
+    expect(w.activeHash()).toBe(h2);
+  });
+
+  it('a preview not yet available once is Progressing while it grows, as before', () => {
+    const { w } = released((a) => {
+      a.spec.strategy = { blueGreen: { autoPromotionEnabled: false } };
+    });
+    const h2 = w.image('repo/app:2');
+    w.reconcile();
+    w.app = { ...w.app, spec: { ...w.app.spec, replicas: 5 } };
+    w.reconcile();
+    expect(w.rs(h2).specReplicas).toBe(5);
+    expect(w.status.phase).toBe('Progressing');
+  });
+
   it('without previewReplicaCount the preview follows replicas too', () => {
     const { w, h1 } = released((a) => {
       a.spec.strategy = { blueGreen: { autoPromotionEnabled: false } };
