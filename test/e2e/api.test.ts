@@ -19,8 +19,9 @@ import type { SharedInformer } from '../../src/kube/multi-namespace-informer.ts'
 import type { ObservedReplicaSet } from '../../src/rollout/observed.ts';
 import { createApp, getApp } from '../support/apps.ts';
 import { clients, createNamespace, kubeConfig, kubectl, waitFor } from '../support/kube.ts';
+import { allowed, bind, serviceAccount } from '../support/users.ts';
 
-const { core, rbac, authz, custom, apps } = clients();
+const { core, custom, apps } = clients();
 
 let ns: string;
 let other: string;
@@ -106,55 +107,6 @@ async function replicaSet(namespace: string, app: string, revision: number): Pro
       ? true
       : undefined,
   );
-}
-
-/** A ServiceAccount, with a Role of these verbs on apps.teal.dev when verbs are given; returns its token. */
-async function serviceAccount(namespace: string, name: string, verbs: string[] = []): Promise<string> {
-  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
-  if (verbs.length > 0) {
-    await rbac.createNamespacedRole({
-      namespace,
-      body: { metadata: { name }, rules: [{ apiGroups: [GROUP], resources: [PLURAL], verbs }] },
-    });
-    await bind(namespace, name, 'Role', name);
-    // RBAC takes a moment to reach the authorizer's cache.
-    for (const verb of verbs) await allowed(`system:serviceaccount:${namespace}:${name}`, verb, namespace);
-  }
-  const request = await core.createNamespacedServiceAccountToken({
-    namespace,
-    name,
-    body: { spec: { expirationSeconds: 600 } },
-  });
-  const token = request.status?.token;
-  if (!token) throw new Error(`no token for ${namespace}/${name}`);
-  return token;
-}
-
-/** Binds a Role or ClusterRole to a ServiceAccount of the namespace, in that namespace. */
-async function bind(namespace: string, sa: string, kind: 'Role' | 'ClusterRole', role: string): Promise<void> {
-  await rbac.createNamespacedRoleBinding({
-    namespace,
-    body: {
-      metadata: { name: `${sa}-${role}` },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind, name: role },
-      subjects: [{ kind: 'ServiceAccount', name: sa, namespace }],
-    },
-  });
-}
-
-async function allowed(user: string, verb: string, namespace: string): Promise<void> {
-  await waitFor(`${user} may ${verb} apps.${GROUP} in ${namespace}`, async () => {
-    const review = await authz.createSubjectAccessReview({
-      body: {
-        spec: {
-          user,
-          groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
-          resourceAttributes: { group: GROUP, resource: PLURAL, verb, namespace },
-        },
-      },
-    });
-    return review.status?.allowed ? true : undefined;
-  });
 }
 
 async function call(
@@ -472,8 +424,8 @@ describe('config/rbac/roles.yaml', () => {
     await bind(ns, 'bound-promoter', 'ClusterRole', 'teal-promoter');
     const viewer = await serviceAccount(ns, 'bound-viewer');
     await bind(ns, 'bound-viewer', 'ClusterRole', 'teal-viewer');
-    await allowed(`system:serviceaccount:${ns}:bound-promoter`, 'promote', ns);
-    await allowed(`system:serviceaccount:${ns}:bound-viewer`, 'get', ns);
+    await allowed(ns, 'bound-promoter', 'promote');
+    await allowed(ns, 'bound-viewer', 'get');
 
     const promoted = await act(ns, 'web', 'promote', promoter, { revision: 2, full: true });
     expect(promoted.status).toBe(202);
@@ -494,8 +446,8 @@ describe('config/rbac/roles.yaml', () => {
     const reader = await serviceAccount(ns, 'reader');
     await bind(ns, 'reader', 'ClusterRole', 'view');
     // The aggregation controller fills edit and view in shortly after the apply.
-    await allowed(`system:serviceaccount:${ns}:editor`, 'promote', ns);
-    await allowed(`system:serviceaccount:${ns}:reader`, 'get', ns);
+    await allowed(ns, 'editor', 'promote');
+    await allowed(ns, 'reader', 'get');
     expect((await act(ns, 'stale', 'promote', editor, {})).status).toBe(202);
     expect((await act(ns, 'stale', 'abort', reader, {})).status).toBe(403);
     expect((await call('GET', `/api/v1/namespaces/${ns}/apps/stale`, { token: reader })).status).toBe(200);

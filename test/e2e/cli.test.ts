@@ -3,7 +3,7 @@
 // process) releases on the real control plane. Users are real too: a
 // ServiceAccount token in its own kubeconfig meets the API server's RBAC.
 import { execFile, spawn } from 'node:child_process';
-import { copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,12 +13,13 @@ import type { AppInput } from '../../src/app/schema.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { createApp, getApp, phase, waitForApp } from '../support/apps.ts';
 import { createRepo, type TestRepo } from '../support/git-server.ts';
-import { clients, createNamespace, WAIT_MS, waitFor } from '../support/kube.ts';
+import { clients, createNamespace, tokenKubeconfig, WAIT_MS, waitFor } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
+import { serviceAccount, userOf } from '../support/users.ts';
 
 const run = promisify(execFile);
 const BIN = fileURLToPath(new URL('../../bin', import.meta.url));
-const { core, rbac, authn } = clients();
+const { authn } = clients();
 
 let ns: string;
 let removeNs: () => Promise<void>;
@@ -370,36 +371,9 @@ describe('kubectl teal', () => {
     expect(missing.stderr.trim()).toBe(`error: App "nope" not found in namespace "${ns}"`);
 
     // A ServiceAccount that may only get and list Apps, with its own token in its own kubeconfig.
-    await core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: 'viewer' } } });
-    await rbac.createNamespacedRole({
-      namespace: ns,
-      body: {
-        metadata: { name: 'app-reader' },
-        rules: [{ apiGroups: ['teal.dev'], resources: ['apps'], verbs: ['get', 'list'] }],
-      },
-    });
-    await rbac.createNamespacedRoleBinding({
-      namespace: ns,
-      body: {
-        metadata: { name: 'viewer' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'app-reader' },
-        subjects: [{ kind: 'ServiceAccount', name: 'viewer', namespace: ns }],
-      },
-    });
-    const token = await core.createNamespacedServiceAccountToken({
-      namespace: ns,
-      name: 'viewer',
-      body: { spec: { expirationSeconds: 600, audiences: [] } },
-    });
-    const kubeconfig = join(root, 'viewer.kubeconfig');
-    await copyFile(inject('kubeconfig'), kubeconfig);
-    const kubectl = (...args: string[]) =>
-      run(join(inject('binDir'), 'kubectl'), ['config', ...args], { env: env(kubeconfig) });
-    const cluster = (await kubectl('view', '-o', 'jsonpath={.contexts[0].context.cluster}')).stdout.trim();
-    await kubectl('set-credentials', 'viewer', `--token=${token.status?.token ?? ''}`);
-    await kubectl('set-context', 'viewer', `--cluster=${cluster}`, '--user=viewer', `--namespace=${ns}`);
-    await kubectl('use-context', 'viewer');
-    const user = `system:serviceaccount:${ns}:viewer`;
+    const token = await serviceAccount(ns, 'viewer', ['get', 'list']);
+    const kubeconfig = await tokenKubeconfig(join(root, 'viewer.kubeconfig'), 'viewer', token, ns);
+    const user = userOf(ns, 'viewer');
 
     const list = await teal(['list'], kubeconfig);
     expect(list.code, list.stderr).toBe(0);

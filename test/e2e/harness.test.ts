@@ -12,8 +12,9 @@ import { type V1Job, type V1Pod, VersionApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { kwokctlConfig } from '../cluster/cluster.ts';
 import { clients, createNamespace, waitFor } from '../support/kube.ts';
+import { serviceAccount } from '../support/users.ts';
 
-const { kc, core, apps, batch, rbac, authn, authz, discovery } = clients();
+const { kc, core, apps, batch, authn, authz, discovery } = clients();
 let ns: string;
 let removeNs: () => Promise<void>;
 
@@ -199,28 +200,7 @@ describe('the test control plane', () => {
   it('authenticates a TokenRequest token and authorizes a custom verb by RBAC, per namespace', async () => {
     const other = await createNamespace('harness-other');
     try {
-      await core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: 'releaser' } } });
-      await rbac.createNamespacedRole({
-        namespace: ns,
-        body: {
-          metadata: { name: 'promoter' },
-          rules: [{ apiGroups: ['teal.dev'], resources: ['apps'], verbs: ['promote'] }],
-        },
-      });
-      await rbac.createNamespacedRoleBinding({
-        namespace: ns,
-        body: {
-          metadata: { name: 'releaser-promotes' },
-          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'promoter' },
-          subjects: [{ kind: 'ServiceAccount', name: 'releaser', namespace: ns }],
-        },
-      });
-      const request = await core.createNamespacedServiceAccountToken({
-        name: 'releaser',
-        namespace: ns,
-        body: { spec: { audiences: [], expirationSeconds: 600 } },
-      });
-      const token = request.status?.token ?? '';
+      const token = await serviceAccount(ns, 'releaser', ['promote']);
       expect(token).not.toBe('');
 
       const review = await authn.createTokenReview({ body: { spec: { token } } });

@@ -22,11 +22,12 @@ import {
   watchActiveServices,
 } from '../support/apps.ts';
 import { tealIn } from '../support/cli.ts';
-import { canI, clients, createNamespace, kubeConfig, waitFor } from '../support/kube.ts';
+import { clients, createNamespace, kubeConfig, waitFor } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
+import { serviceAccount } from '../support/users.ts';
 import { watchChanges } from '../support/watch.ts';
 
-const { core, rbac } = clients();
+const { core } = clients();
 const policy = kubeConfig().makeApiClient(PolicyV1Api);
 let ns: string;
 let removeNs: () => Promise<void>;
@@ -215,7 +216,7 @@ describe('restart', () => {
       'cannot be restarted while a release is in progress: revision 2 is on its way to active',
     );
 
-    const token = await restarter();
+    const token = await serviceAccount(ns, 'restarter', ['get', 'restart']);
     const res = await fetch(`http://127.0.0.1:${operator.healthPort}/api/v1/namespaces/${ns}/apps/busy/restart`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -244,35 +245,3 @@ describe('restart', () => {
     expect(invariant.violations).toEqual([]);
   });
 });
-
-/** A ServiceAccount that may restart Apps in the namespace (the verb the API asks a SubjectAccessReview for); its token. */
-async function restarter(): Promise<string> {
-  const name = 'restarter';
-  await core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name } } });
-  await rbac.createNamespacedRole({
-    namespace: ns,
-    body: { metadata: { name }, rules: [{ apiGroups: ['teal.dev'], resources: ['apps'], verbs: ['get', 'restart'] }] },
-  });
-  await rbac.createNamespacedRoleBinding({
-    namespace: ns,
-    body: {
-      metadata: { name },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
-      subjects: [{ kind: 'ServiceAccount', name, namespace: ns }],
-    },
-  });
-  // RBAC takes a moment to reach the authorizer's cache.
-  await waitFor('the restart verb granted', async () =>
-    (await canI('restart', 'apps.teal.dev', `system:serviceaccount:${ns}:${name}`, ['-n', ns])) === 'yes'
-      ? true
-      : undefined,
-  );
-  const request = await core.createNamespacedServiceAccountToken({
-    namespace: ns,
-    name,
-    body: { spec: { expirationSeconds: 600 } },
-  });
-  const token = request.status?.token;
-  if (!token) throw new Error(`no token for ${ns}/${name}`);
-  return token;
-}

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABEL_HASH } from '../../src/app/labels.ts';
-import { GROUP, PLURAL } from '../../src/app/schema.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import {
   createApp,
@@ -15,9 +14,10 @@ import {
 import { tealIn } from '../support/cli.ts';
 import { clients, createNamespace, waitFor } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
+import { serviceAccount } from '../support/users.ts';
 import { watchChanges } from '../support/watch.ts';
 
-const { core, rbac, authz, authn } = clients();
+const { core, authn } = clients();
 
 let ns: string;
 let removeNs: () => Promise<void>;
@@ -119,7 +119,7 @@ describe('undo with a revision in preview', () => {
 
   it('the HTTP API takes it (202), and the operator carries it out the same way', async () => {
     const hashes = await inPreview('api');
-    const token = await releaser();
+    const token = await serviceAccount(ns, 'releaser', ['undo']);
 
     const res = await fetch(`http://127.0.0.1:${operator.healthPort}/api/v1/namespaces/${ns}/apps/api/undo`, {
       method: 'POST',
@@ -140,43 +140,3 @@ describe('undo with a revision in preview', () => {
     expect(invariant.violations).toEqual([]);
   });
 });
-
-/** A ServiceAccount whose Role grants the undo verb on Apps; returns a token of it. */
-async function releaser(): Promise<string> {
-  const name = 'releaser';
-  await core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name } } });
-  await rbac.createNamespacedRole({
-    namespace: ns,
-    body: { metadata: { name }, rules: [{ apiGroups: [GROUP], resources: [PLURAL], verbs: ['undo'] }] },
-  });
-  await rbac.createNamespacedRoleBinding({
-    namespace: ns,
-    body: {
-      metadata: { name },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
-      subjects: [{ kind: 'ServiceAccount', name, namespace: ns }],
-    },
-  });
-  const user = `system:serviceaccount:${ns}:${name}`;
-  // RBAC takes a moment to reach the authorizer's cache.
-  await waitFor(`${user} may undo`, async () => {
-    const review = await authz.createSubjectAccessReview({
-      body: {
-        spec: {
-          user,
-          groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`, 'system:authenticated'],
-          resourceAttributes: { group: GROUP, resource: PLURAL, verb: 'undo', namespace: ns },
-        },
-      },
-    });
-    return review.status?.allowed ? true : undefined;
-  });
-  const request = await core.createNamespacedServiceAccountToken({
-    namespace: ns,
-    name,
-    body: { spec: { expirationSeconds: 600 } },
-  });
-  const token = request.status?.token;
-  if (!token) throw new Error('no token for the releaser');
-  return token;
-}

@@ -65,25 +65,36 @@ export async function kubectl(
   }
 }
 
-/** Writes a kubeconfig that acts as a ServiceAccount, with a fresh TokenRequest token. */
-export async function serviceAccountKubeconfig(namespace: string, name: string, path: string): Promise<string> {
+/** A fresh TokenRequest token of a ServiceAccount, for the API server's own audience. */
+export async function serviceAccountToken(namespace: string, name: string): Promise<string> {
   const { core } = clients();
   const token = (await core.createNamespacedServiceAccountToken({ name, namespace, body: { spec: { audiences: [] } } }))
     .status?.token;
+  if (!token) throw new Error(`no token for ${namespace}/${name}`);
+  return token;
+}
+
+/** Writes a kubeconfig for the test's cluster that acts with this token (in this namespace, when given). */
+export async function tokenKubeconfig(path: string, user: string, token: string, namespace?: string): Promise<string> {
   const cluster = kubeConfig().getCurrentCluster();
-  if (!token || !cluster) throw new Error('no token or cluster');
+  if (!cluster) throw new Error('no cluster');
   await writeFile(
     path,
     JSON.stringify({
       apiVersion: 'v1',
       kind: 'Config',
       clusters: [{ name: 'c', cluster: { server: cluster.server, 'certificate-authority': cluster.caFile } }],
-      users: [{ name, user: { token } }],
-      contexts: [{ name, context: { cluster: 'c', user: name } }],
-      'current-context': name,
+      users: [{ name: user, user: { token } }],
+      contexts: [{ name: user, context: { cluster: 'c', user: user, ...(namespace ? { namespace } : {}) } }],
+      'current-context': user,
     }),
   );
   return path;
+}
+
+/** Writes a kubeconfig that acts as a ServiceAccount, with a fresh TokenRequest token. */
+export async function serviceAccountKubeconfig(namespace: string, name: string, path: string): Promise<string> {
+  return tokenKubeconfig(path, name, await serviceAccountToken(namespace, name));
 }
 
 /** kubectl auth can-i; "pods/log" means the log subresource (kubectl reads "pods/x" as a name). */
