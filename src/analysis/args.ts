@@ -8,11 +8,13 @@
 // - resolveCheck returns two checks: `check`, with the real values, for the
 //   executor alone, and `shown`, with ***** in their place, for anything
 //   recorded; plus `redact`, for text that comes back from a provider (an error
-//   naming the URL, an answer echoing a header);
+//   naming the URL, an answer echoing a header), which masks every encoded
+//   form of a secret and any URL's userinfo (app/mask.ts);
 // - a Secret is refused where it would leak by design: in successCondition and
 //   failureCondition (they appear in verdicts) and in a job check, whose spec
 //   anyone who can read Jobs can read (env valueFrom.secretKeyRef keeps it in
 //   the Secret instead).
+import { MASK, masker } from '../app/mask.ts';
 import type { AppArgument, Check, SecretKeyRef, TemplateArgument } from './schema.ts';
 
 /** An argument after merging templates and App: a value, or where to read one. */
@@ -38,8 +40,6 @@ export interface Builtins {
 }
 
 export type Result<T> = ({ ok: true } & T) | { ok: false; errors: string[] };
-
-export const MASK = '*****';
 
 const BUILTINS: Record<string, { get: (b: Builtins) => string | undefined; missing: string; env: string }> = {
   'preview.service': { get: (b) => b.previewService, missing: 'there is no preview yet', env: 'TEAL_PREVIEW_SERVICE' },
@@ -184,18 +184,13 @@ export function resolveCheck(check: Check, values: ArgValue[], builtins: Builtin
   return { ok: true, check: resolved, shown, redact: redactor(values) };
 }
 
-/** Masks every secret value in text. */
+/** Masks every secret value in text, in any of its encoded forms, and every URL's userinfo. */
 export function redact(text: string, values: ArgValue[]): string {
   return redactor(values)(text);
 }
 
 function redactor(values: ArgValue[]): (text: string) => string {
-  // Longest first, so a secret that contains another is masked whole.
-  const secrets = values
-    .filter((v) => v.secret && v.value !== '')
-    .map((v) => v.value)
-    .sort((a, b) => b.length - a.length);
-  return (text) => secrets.reduce((out, secret) => out.split(secret).join(MASK), text);
+  return masker(values.filter((v) => v.secret).map((v) => v.value));
 }
 
 function lookupIn(values: ArgValue[], builtins: Builtins): Lookup {

@@ -10,7 +10,8 @@
 // comes back is masked before anything is shown: the answer itself (a server may
 // echo a header), and every error text (one may name the URL). Masking happens
 // before any cut, so half a secret never survives a truncation.
-import { MASK, type Resolved } from './args.ts';
+import { MASK } from '../app/mask.ts';
+import type { Resolved } from './args.ts';
 import { judge, resultProblem, show } from './condition.ts';
 import { selectJsonPath } from './jsonpath.ts';
 import { bounded, type MeasurementResult } from './measurement.ts';
@@ -148,7 +149,8 @@ export async function send(url: string, init: RequestInit, options: SendOptions)
   const timeout = AbortSignal.timeout(options.timeoutSeconds * 1000);
   const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
   try {
-    const response = await (options.fetch ?? fetch)(url, { ...init, redirect: 'manual', signal });
+    const request = userinfoAsBasicAuth(url, init);
+    const response = await (options.fetch ?? fetch)(request.url, { ...request.init, redirect: 'manual', signal });
     if (response.status >= 300 && response.status < 400) {
       await response.body?.cancel();
       const location = response.headers.get('location');
@@ -166,6 +168,34 @@ export async function send(url: string, init: RequestInit, options: SendOptions)
     }
     if (options.signal?.aborted) return { ok: false, error: 'the measurement was cancelled' };
     return { ok: false, error: `the request failed: ${errorText(error)}` };
+  }
+}
+
+/**
+ * A URL's user:password@ sent as Basic credentials, unless the check sets
+ * Authorization itself: what Go's http.Client does for Argo Rollouts. fetch
+ * refuses a URL with userinfo, and its error quotes the URL, password and all
+ * (percent-encoded); the URL sent here never has any.
+ */
+export function userinfoAsBasicAuth(url: string, init: RequestInit): { url: string; init: RequestInit } {
+  const parsed = new URL(url);
+  if (parsed.username === '' && parsed.password === '') return { url, init };
+  const credentials = `${decoded(parsed.username)}:${decoded(parsed.password)}`;
+  parsed.username = '';
+  parsed.password = '';
+  const headers = new Headers(init.headers);
+  if (!headers.has('authorization')) {
+    headers.set('authorization', `Basic ${Buffer.from(credentials, 'utf8').toString('base64')}`);
+  }
+  return { url: parsed.toString(), init: { ...init, headers } };
+}
+
+/** Go's Userinfo.Password(): the percent-decoded text; one that does not decode is taken as written. */
+function decoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
   }
 }
 

@@ -5,10 +5,10 @@
 // change of an active Service throughout.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MASK } from '../../src/analysis/args.ts';
 import { type AnalysisInput, TEMPLATE_API_VERSION, TEMPLATE_KIND, TEMPLATE_PLURAL } from '../../src/analysis/schema.ts';
 import { LABEL_HASH } from '../../src/app/labels.ts';
-import { type AppInput, GROUP, VERSION } from '../../src/app/schema.ts';
+import { MASK } from '../../src/app/mask.ts';
+import { type AppInput, GROUP, PLURAL, VERSION } from '../../src/app/schema.ts';
 import { type Prometheus, startPrometheus } from '../cluster/prometheus.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { activeRevision, appSteps, checkServers, conditionOf, webCheck } from '../support/analysis.ts';
@@ -19,7 +19,7 @@ import { type Operator, startOperator } from '../support/operator.ts';
 import { waitForScrape } from '../support/prometheus.ts';
 import { watchChanges } from '../support/watch.ts';
 
-const { core, batch, custom } = clients();
+const { core, batch, custom, rbac, authz } = clients();
 let ns: string;
 let removeNs: () => Promise<void>;
 let operator: Operator;
@@ -101,6 +101,38 @@ async function watchNamed<O, T>(
 type RunSeen = { id?: string; revision?: number; phase?: string } | undefined;
 const runOf = (obj: StoredApp): RunSeen => obj.status?.prePromotionAnalysis;
 const selectorOf = (obj: { spec?: { selector?: Record<string, string> } }) => obj.spec?.selector?.[LABEL_HASH];
+
+/** A token of a ServiceAccount that may read Apps in the namespace, for the operator's HTTP API. */
+async function viewerToken(): Promise<string> {
+  const name = 'viewer';
+  await core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name } } });
+  await rbac.createNamespacedRole({
+    namespace: ns,
+    body: { metadata: { name }, rules: [{ apiGroups: [GROUP], resources: [PLURAL], verbs: ['get'] }] },
+  });
+  await rbac.createNamespacedRoleBinding({
+    namespace: ns,
+    body: {
+      metadata: { name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+      subjects: [{ kind: 'ServiceAccount', name, namespace: ns }],
+    },
+  });
+  const user = `system:serviceaccount:${ns}:${name}`;
+  // RBAC takes a moment to reach the authorizer's cache.
+  await waitFor(`${user} may get apps`, async () => {
+    const review = await authz.createSubjectAccessReview({
+      body: { spec: { user, resourceAttributes: { group: GROUP, resource: PLURAL, verb: 'get', namespace: ns } } },
+    });
+    return review.status?.allowed || undefined;
+  });
+  const request = await core.createNamespacedServiceAccountToken({
+    name,
+    namespace: ns,
+    body: { spec: { audiences: [] } },
+  });
+  return request.status?.token ?? '';
+}
 
 // ---- the scenarios ----
 
@@ -200,6 +232,80 @@ describe('web checks', () => {
     const events = await waitForEvents('secret', 'Normal', ['AnalysisRunStarted', 'AnalysisRunSuccessful']);
     for (const e of events) expect(e.message ?? '').not.toContain(token);
     expect(operator.logs()).not.toContain(token);
+  });
+});
+
+describe('URL userinfo and encoded secrets (issue #24 S3)', () => {
+  it("a Prometheus address's userinfo is sent as Basic credentials and never recorded; an echo in any encoding is masked", async () => {
+    const user = `u-${randomBytes(4).toString('hex')}`;
+    // The characters a URL must percent-encode and JSON must escape.
+    const password = `Sp"e c<i>al-${randomBytes(12).toString('hex')}`;
+    await core.createNamespacedSecret({
+      namespace: ns,
+      body: { metadata: { name: 'prom-password' }, stringData: { password } },
+    });
+    const basic = `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+    const leaks = [
+      password,
+      encodeURIComponent(password),
+      encodeURI(password),
+      encodeURIComponent(password).replaceAll('%20', '+'),
+      JSON.stringify(password).slice(1, -1),
+      Buffer.from(password).toString('base64'),
+      basic,
+      `${user}:`,
+      `${user}@`,
+    ];
+    // A Prometheus that refuses the first query, quoting what it got in every form, then answers.
+    const server = await serve(({ n, headers }) =>
+      n === 1
+        ? {
+            status: 400,
+            body: {
+              status: 'error',
+              errorType: 'bad_data',
+              error: `got ${headers.authorization} ${encodeURIComponent(password)} ${JSON.stringify(password)}`,
+            },
+          }
+        : {
+            status: 200,
+            body: { status: 'success', data: { resultType: 'vector', result: [{ metric: {}, value: [0, '0.01'] }] } },
+          },
+    );
+    const address = server.url.replace('://', `://${user}:{{args.password}}@`);
+    const check = {
+      name: 'errors',
+      successCondition: 'result[0] < 0.05',
+      provider: { prometheus: { address, query: 'errors' } },
+    };
+    const args = [{ name: 'password', valueFrom: { secretKeyRef: { name: 'prom-password', key: 'password' } } }];
+    await released(gated('userinfo', { args, metrics: [check] }));
+    await newImage('userinfo', '2');
+    const done = await waitForApp(ns, 'userinfo', 'revision 2 active', activeRevision(2));
+
+    // The credentials reached Prometheus as Basic auth, on a URL without userinfo.
+    expect(server.requests.map((r) => r.headers.authorization)).toEqual([basic, basic]);
+    expect(server.requests[0]?.url).toMatch(/^\/api\/v1\/query\?query=errors$/);
+    const [refused, passed] = done.status?.prePromotionAnalysis?.checks[0]?.measurements ?? [];
+    expect(refused).toMatchObject({ phase: 'Error' });
+    // The username's own base64 (it is in the spec, not a Secret) may stay; the password's is masked.
+    expect(refused?.message).toMatch(/got Basic [A-Za-z0-9+/]*\*{5} \*{5} "\*{5}"/);
+    expect(passed).toMatchObject({ phase: 'Successful' });
+
+    const events = await waitForEvents('userinfo', 'Warning', ['MeasurementFailed']);
+    const api = await fetch(`http://127.0.0.1:${operator.healthPort}/api/v1/namespaces/${ns}/apps/userinfo`, {
+      headers: { authorization: `Bearer ${await viewerToken()}` },
+    });
+    expect(api.status).toBe(200);
+    const recorded = {
+      status: JSON.stringify(done.status),
+      events: events.map((e) => e.message ?? '').join('\n'),
+      logs: operator.logs(),
+      api: await api.text(),
+    };
+    for (const [where, text] of Object.entries(recorded)) {
+      for (const leak of leaks) expect(text, `${where} holds ${leak}`).not.toContain(leak);
+    }
   });
 });
 

@@ -4,7 +4,6 @@ import {
   type Builtins,
   bindArgs,
   builtinEnv,
-  MASK,
   mergeArgs,
   redact,
   resolveCheck,
@@ -19,6 +18,7 @@ import {
   type CheckInput,
   CheckSchema,
 } from '../../src/analysis/schema.ts';
+import { MASK } from '../../src/app/mask.ts';
 
 const builtins: Builtins = {
   appName: 'weather',
