@@ -310,6 +310,7 @@ export const CONDITION_TYPES = [
   'ProgressDeadlineExceeded',
   'AnalysisPassed',
   'NotificationsDelivered',
+  'ConfigCopyMissing',
   'Ready',
 ] as const;
 

@@ -182,6 +182,8 @@ export class AppController {
     });
     // A referenced ConfigMap's content is part of the revision: its Apps look again when it changes.
     watchConfigMaps(this.caches, enqueue);
+    // A copy deleted by hand: its App remakes or reports it. Teal's own creations need no second look.
+    this.caches.configCopies.addHandler({ onDelete: owner });
     // A build pod's termination message carries the digest: its App must look again.
     const byJob = (p: { value: { namespace: string; job: string } }) => {
       const job = this.caches.jobs.get(p.value.namespace, p.value.job);

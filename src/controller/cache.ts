@@ -150,6 +150,25 @@ function observeConfigMap(raw: RawObject, pool: StringPool): CachedConfigMap | u
   };
 }
 
+/** A copy Teal made of a ConfigMap (config-refs.ts), as cached: that it exists, and for which App. */
+export interface CachedConfigCopy {
+  name: string;
+  namespace: string;
+  resourceVersion: string;
+  app?: string;
+}
+
+function observeConfigCopy(raw: RawObject, pool: StringPool): CachedConfigCopy | undefined {
+  const m = raw.metadata;
+  if (!m?.name || !m.namespace) return undefined;
+  const app = m.labels?.[LABEL_APP];
+  return {
+    name: m.name,
+    namespace: pool.string(m.namespace),
+    resourceVersion: m.resourceVersion ?? '',
+    ...(app ? { app: pool.string(app) } : {}),
+  };
+}
 export const JOBS_INDEX = 'job';
 
 export interface Caches {
@@ -163,6 +182,8 @@ export interface Caches {
   templates: SharedInformer<Cached<CachedTemplate>>;
   /** Every ConfigMap but Teal's copies, as a digest: a pod template's references are part of its revision. */
   configMaps: SharedInformer<Cached<CachedConfigMap>>;
+  /** Teal's ConfigMap copies, their names only: one deleted by hand wakes its App (rollout/config-copies.ts). */
+  configCopies: SharedInformer<Cached<CachedConfigCopy>>;
 }
 
 /**
@@ -226,7 +247,12 @@ export function makeCaches(kubeConfig: KubeConfig, namespaces: readonly string[]
     transform: (raw) => wrap(observeConfigMap(raw, pool)),
     logger: logger.child({ informer: 'configmaps' }),
   });
-  return { apps, replicaSets, services, jobs, buildPods, analysisJobs, templates, configMaps };
+  const configCopies = informer<Cached<CachedConfigCopy>>('/api/v1', 'configmaps', {
+    labelSelector: LABEL_CONFIG_COPY,
+    transform: (raw) => wrap(observeConfigCopy(raw, pool)),
+    logger: logger.child({ informer: 'config-copies' }),
+  });
+  return { apps, replicaSets, services, jobs, buildPods, analysisJobs, templates, configMaps, configCopies };
 }
 
 /**

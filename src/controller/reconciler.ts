@@ -33,8 +33,12 @@ import { plan, planInvalid } from '../rollout/bluegreen.ts';
 import type { MeasureRequest } from '../rollout/cluster-actions.ts';
 import {
   ANN_LIVE_CONFIG,
+  type ConfigKind,
   type ConfiguredTemplate,
   configureTemplate,
+  copiesInUse,
+  copySource,
+  type MissingCopy,
   parseLiveConfig,
   recheckAfterMs,
   refKey,
@@ -125,10 +129,18 @@ interface Reconciliation {
 /** A sub-step: it may act, records what it found true in r.status, and may ask to run again after a while. */
 type SubStep = (r: Reconciliation, app: App) => Promise<Result>;
 
-/** The digests of an App's referenced Secrets, and when they were read; never their data. */
+/** The digests of an App's referenced Secrets, whether its Secret copies in use exist, and when they were read; never their data. */
 interface SecretDigests {
   readAt: number;
   digests: Map<string, SourceState>;
+  copies: Map<string, boolean>;
+}
+
+/** The revision's template with its copies, and the copies in use that someone deleted. */
+interface Configuration {
+  configured: ConfiguredTemplate<App['spec']['template']>;
+  missingCopies: MissingCopy[];
+  requeueAfterMs?: number;
 }
 
 /** How often a reconcile looks again for the App its own status write made. */
@@ -317,9 +329,11 @@ export class Reconciler {
       ...(r.build?.running ? { building: true } : {}),
       ...(r.build?.failure ? { buildFailure: r.build.failure } : {}),
       ...(r.sourceFailure ? { sourceFailure: r.sourceFailure } : {}),
+      ...(config.missingCopies.length > 0 ? { missingCopies: config.missingCopies } : {}),
     });
     // The plan's status describes the plan carried out: it is kept only once every action has been.
     await this.act(r, planned.actions);
+    this.madeCopies(r.key, planned.actions);
     r.status = planned.status;
     r.events.push(...planned.events);
     r.measurements = planned.measurements;
@@ -334,54 +348,112 @@ export class Reconciler {
    * The template as the revision runs it: the ConfigMaps and Secrets it
    * references pointed at their copies (rollout/config-refs.ts). ConfigMaps
    * from the cache, Secrets by GET at most every CONFIG_RECHECK_MS, the App
-   * woken then to look again.
+   * woken then to look again. Also the copies the App's pods use that someone
+   * deleted, with what their sources hold now (the planner remakes or reports them).
    */
-  private async configuration(
-    r: Reconciliation,
-    app: App,
-  ): Promise<{ configured: ConfiguredTemplate<App['spec']['template']>; requeueAfterMs?: number }> {
+  private async configuration(r: Reconciliation, app: App): Promise<Configuration> {
     const { live, problems } = parseLiveConfig(r.cached.metadata.annotations?.[ANN_LIVE_CONFIG]);
     const toRead = sourcesToRead(app.spec.template.spec, live);
-    if (toRead.length === 0) return { configured: { template: app.spec.template, copies: [], problems } };
-    const namespace = r.target.namespace;
-    const uid = r.cached.metadata.uid ?? '';
-    const secrets = await this.readSecretDigests(
-      r,
-      uid,
-      toRead.filter((s) => s.kind === 'secret').map((s) => s.name),
-    );
-    const sources = new Map<string, SourceState>();
-    for (const { kind, name } of toRead) {
-      // A ConfigMap's digest comes from the cache; a Secret's state from its last read ('missing' included).
-      const cached = kind === 'configmap' ? this.o.caches.configMaps.get(namespace, name)?.value.digest : undefined;
-      const state =
-        kind === 'configmap' ? (cached !== undefined ? { digest: cached } : undefined) : secrets.digests.get(name);
-      sources.set(refKey(kind, name), state ?? 'missing');
+    const inUse = copiesInUse(r.observed.replicaSets);
+    if (toRead.length === 0 && inUse.length === 0) {
+      return { configured: { template: app.spec.template, copies: [], problems }, missingCopies: [] };
     }
+    const uid = r.cached.metadata.uid ?? '';
+    const secretCopies = inUse.filter((c) => c.kind === 'secret').map((c) => c.name);
+    const secretSources = new Set([
+      ...toRead.filter((s) => s.kind === 'secret').map((s) => s.name),
+      ...secretCopies.flatMap((name) => copySource(name) ?? []),
+    ]);
+    const secrets = await this.readSecrets(r, uid, [...secretSources], secretCopies);
+    const sourceState = (kind: ConfigKind, name: string): SourceState => {
+      // A ConfigMap's digest comes from the cache; a Secret's state from its last read ('missing' included).
+      if (kind === 'secret') return secrets.digests.get(name) ?? 'missing';
+      const digest = this.o.caches.configMaps.get(r.target.namespace, name)?.value.digest;
+      return digest !== undefined ? { digest } : 'missing';
+    };
+    const sources = new Map(toRead.map(({ kind, name }) => [refKey(kind, name), sourceState(kind, name)]));
     const configured = configureTemplate(app.spec.template, uid, sources, live);
     configured.problems.unshift(...problems);
-    const requeueAfterMs = recheckAfterMs(secrets.readAt, r.now.getTime());
-    return { configured, requeueAfterMs };
+    const missingCopies = await this.missingCopies(r, inUse, secrets, sourceState);
+    return { configured, missingCopies, requeueAfterMs: recheckAfterMs(secrets.readAt, r.now.getTime()) };
   }
 
-  /** The digests of the named Secrets: those read less than CONFIG_RECHECK_MS ago (config-refs.ts), else read now. */
-  private async readSecretDigests(r: Reconciliation, appUid: string, names: readonly string[]): Promise<SecretDigests> {
+  /** The copies in use that do not exist, each with what its source (read back from its name) holds now. */
+  private async missingCopies(
+    r: Reconciliation,
+    inUse: readonly { kind: ConfigKind; name: string }[],
+    secrets: SecretDigests,
+    sourceState: (kind: ConfigKind, name: string) => SourceState,
+  ): Promise<MissingCopy[]> {
+    const missing: MissingCopy[] = [];
+    for (const copy of inUse) {
+      if (await this.copyExists(r, copy, secrets)) continue;
+      const source = copySource(copy.name);
+      missing.push({
+        ...copy,
+        ...(source ? { source } : {}),
+        state: source ? sourceState(copy.kind, source) : 'missing',
+      });
+    }
+    return missing;
+  }
+
+  /**
+   * Whether a copy in use exists. A Secret copy as last read (Teal may not
+   * watch Secrets); a ConfigMap copy from its cache, which wakes the App when
+   * one is deleted, and by GET when the cache lacks it (it may lag behind the
+   * copy this process just made: remade twice, it would be told twice).
+   */
+  private async copyExists(r: Reconciliation, copy: { kind: ConfigKind; name: string }, secrets: SecretDigests) {
+    if (copy.kind === 'secret') return secrets.copies.get(copy.name) !== false;
+    const { namespace } = r.target;
+    if (this.o.caches.configCopies.get(namespace, copy.name)) return true;
+    const what = `ConfigMap ${namespace}/${copy.name}`;
+    return (await reading(what, this.o.client.readConfigSource('configmap', namespace, copy.name))) !== undefined;
+  }
+
+  /**
+   * The digests of the named Secrets, and whether the named Secret copies
+   * exist: as read less than CONFIG_RECHECK_MS ago (config-refs.ts), else read now.
+   */
+  private async readSecrets(
+    r: Reconciliation,
+    appUid: string,
+    names: readonly string[],
+    copies: readonly string[],
+  ): Promise<SecretDigests> {
     const now = r.now.getTime();
     const known = this.secretDigests.get(r.key);
-    const last = known ? { readAt: known.readAt, names: new Set(known.digests.keys()) } : undefined;
-    if (known && !secretsDue(last, names, now)) return known;
+    const last = known
+      ? { readAt: known.readAt, names: new Set([...known.digests.keys(), ...known.copies.keys()]) }
+      : undefined;
+    if (known && !secretsDue(last, [...names, ...copies], now)) return known;
+    const { namespace } = r.target;
+    const read = (name: string) =>
+      reading(`Secret ${namespace}/${name}`, this.o.client.readConfigSource('secret', namespace, name));
     const digests = new Map<string, SourceState>();
     for (const name of names) {
-      const what = `Secret ${r.target.namespace}/${name}`;
-      const source = await reading(what, this.o.client.readConfigSource('secret', r.target.namespace, name));
+      const source = await read(name);
       digests.set(
         name,
         source ? { digest: secretDigest(appUid, source.uid, source.type ?? 'Opaque', source.data) } : 'missing',
       );
     }
-    const read = { readAt: now, digests };
-    this.secretDigests.set(r.key, read);
-    return read;
+    const present = new Map<string, boolean>();
+    for (const name of copies) present.set(name, (await read(name)) !== undefined);
+    const fresh = { readAt: now, digests, copies: present };
+    this.secretDigests.set(r.key, fresh);
+    return fresh;
+  }
+
+  /** The Secret copies the executor just made exist: not read again, nor remade, until the next recheck. */
+  private madeCopies(key: string, actions: readonly ClusterAction[]): void {
+    const known = this.secretDigests.get(key);
+    for (const action of actions) {
+      if (known && action.kind === 'createConfigCopy' && action.copy.kind === 'secret') {
+        known.copies.set(action.copy.name, true);
+      }
+    }
   }
 
   /**

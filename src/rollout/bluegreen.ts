@@ -29,6 +29,7 @@ import {
   startPostChecks,
 } from './analysis-gate.ts';
 import { analysisSpecs } from './analysis-spec.ts';
+import { repairConfigCopies, withLostCopies } from './config-copies.ts';
 import { copiesFreedBy } from './config-refs.ts';
 import { replicaCounts } from './counts.ts';
 import { appendHistory, historyEntry, replicaSetsToDelete, revisionNumberFor } from './history.ts';
@@ -141,6 +142,7 @@ function rollout(p: Planner, pods: readonly ObservedPod[] | undefined): Rollout 
   takeIntents(p, r);
   dropStaleMarks(p, r);
   cancelStaleRuns(p, r.desired);
+  const lostCopies = repairConfigCopies(p);
   let progress = reconcileDesired(p, r);
   reconcileActiveReplicaSet(p, r);
   progress = restartPods(p, r, progress, pods);
@@ -149,7 +151,7 @@ function rollout(p: Planner, pods: readonly ObservedPod[] | undefined): Rollout 
   scaleDownOthers(p, r);
   reconcileServices(p, progress);
   pruneAnalysisJobs(p);
-  summarize(p, r, progress);
+  summarize(p, r, withLostCopies(progress, lostCopies));
   return r;
 }
 

@@ -243,6 +243,73 @@ export function configureTemplate<T extends { spec: unknown }>(
 
 export const kindName = (kind: ConfigKind): string => (kind === 'configmap' ? 'ConfigMap' : 'Secret');
 
+// ---- copies deleted by hand ----
+
+/**
+ * The source a copy was made from, read back from its name: copyName's
+ * inverse for the names it did not shorten (a shortened one is not found
+ * again, so its copy is reported rather than remade).
+ */
+export function copySource(copy: string): string | undefined {
+  return /^(.+)-[0-9a-f]{10}$/.exec(copy)?.[1];
+}
+
+/** The copies the pods of a ReplicaSet that runs (or is to run) pods reference, each once: "configmap/NAME". */
+export function copiesInUse(
+  replicaSets: readonly { copies?: readonly string[]; specReplicas: number; deleting: boolean }[],
+): { kind: ConfigKind; name: string }[] {
+  const keys = new Set(
+    replicaSets.filter((rs) => rs.specReplicas > 0 && !rs.deleting).flatMap((rs) => rs.copies ?? []),
+  );
+  return [...keys].map((key) => {
+    const [kind, name] = key.split('/') as [ConfigKind, string];
+    return { kind, name };
+  });
+}
+
+/** A copy in use that does not exist, and what its source (copySource) holds now. */
+export interface MissingCopy {
+  kind: ConfigKind;
+  name: string;
+  source?: string;
+  state: SourceState;
+}
+
+/**
+ * What to do about copies in use that someone deleted: made again from the
+ * source while it still has the content the copy is named after (the name
+ * is the content's), else lost: the pods that need it cannot start, and only
+ * a person can bring that content back.
+ */
+export function repairCopies(
+  appUid: string,
+  missing: readonly MissingCopy[],
+): { recreate: ConfigCopy[]; lost: MissingCopy[] } {
+  const recreate: ConfigCopy[] = [];
+  const lost: MissingCopy[] = [];
+  for (const m of missing) {
+    const same =
+      m.source !== undefined && m.state !== 'missing' && copyName(appUid, m.source, m.state.digest) === m.name;
+    if (same && m.source !== undefined) recreate.push({ kind: m.kind, source: m.source, name: m.name });
+    else lost.push(m);
+  }
+  return { recreate, lost };
+}
+
+/** A lost copy, named for the condition, the Event and the message. */
+export function lostCopyMessage(lost: readonly MissingCopy[]): string {
+  const each = lost.map((m) => {
+    const why =
+      m.source === undefined
+        ? 'its source is unknown'
+        : m.state === 'missing'
+          ? `${kindName(m.kind)} ${m.source} is gone`
+          : `${kindName(m.kind)} ${m.source} no longer has its content`;
+    return `${kindName(m.kind)} ${m.name} is missing and cannot be made again (${why})`;
+  });
+  return `${each.join('; ')}: pods that reference it cannot start until it is back; restore it, or promote a revision that does not use it`;
+}
+
 /** The ReplicaSet annotation listing its copies. */
 export const formatCopies = (copies: readonly ConfigCopy[]): string =>
   copies.map((c) => refKey(c.kind, c.name)).join(',');

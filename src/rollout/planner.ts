@@ -11,6 +11,7 @@ import type { Intent } from '../app/intents.ts';
 import type { AnalysisKind, App, AppStatus, Condition, ConditionType, Phase } from '../app/schema.ts';
 import type { BuildDefaults } from '../build/registry.ts';
 import type { MeasureRequest, RolloutAction } from './cluster-actions.ts';
+import type { MissingCopy } from './config-refs.ts';
 import type { Observed, ObservedReplicaSet } from './observed.ts';
 import type { Revision } from './replicaset.ts';
 
@@ -43,6 +44,8 @@ export interface PlanInput {
   /** The operator's registry defaults: an App built without build.image needs a default registry. */
   buildDefaults?: BuildDefaults;
   analysis?: AnalysisObserved;
+  /** Copies the App's pods use that someone deleted, with what their sources hold now (config-copies.ts). */
+  missingCopies?: readonly MissingCopy[];
 }
 
 /** What the checks need from outside the App. */

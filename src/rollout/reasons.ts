@@ -33,6 +33,11 @@ export const ConditionReason = {
   /** Promoted with --skip-checks (or --full). */
   AnalysisSkipped: 'AnalysisSkipped',
   WaitingForAnalysis: 'WaitingForAnalysis',
+  // ConfigCopyMissing: set once a copy in use went missing (config-copies.ts), absent before.
+  /** A copy in use is gone and its source no longer has its content: it cannot be made again. */
+  ConfigCopyMissing: 'ConfigCopyMissing',
+  /** Every copy in use exists (again). */
+  ConfigCopiesPresent: 'ConfigCopiesPresent',
 } as const;
 
 /** Reasons on the Events the planner records on the App. */
@@ -77,6 +82,11 @@ export const EventReason = {
   Stable: 'Stable',
   /** The active Service went back to the stable revision: a post-promotion check failed, or an abort during them. */
   RolledBack: 'RolledBack',
+  // Configuration copies deleted by hand (config-copies.ts).
+  /** A copy in use was deleted; its source still had the content, so it was made again. */
+  ConfigCopyRecreated: 'ConfigCopyRecreated',
+  /** A copy in use was deleted and cannot be made again; told once per distinct set of lost copies. */
+  ConfigCopyMissing: 'ConfigCopyMissing',
 } as const;
 
 /**

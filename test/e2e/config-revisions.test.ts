@@ -10,6 +10,7 @@ import type { AppInput } from '../../src/app/schema.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import {
   createApp,
+  getApp,
   intent,
   phase,
   replicaSetOf,
@@ -289,5 +290,93 @@ describe('a referenced Secret is part of the revision', () => {
     await createApp(ns, appWith('opt', { containers: [{ name: 'app', env, ports: [{ containerPort: 8080 }] }] }));
     const one = await waitForApp(ns, 'opt', 'revision 1 Healthy', phase('Healthy'));
     expect(secretKeyRefName(await podSpecOf('opt', hashOf(one, 'active')))).toBe('absent');
+  });
+});
+
+describe('a copy in use deleted by hand (issue #24 S5)', () => {
+  /** The App's ReplicaSets, as what would churn: uid, hash and size. */
+  const replicaSetShape = async (app: string) =>
+    (await replicaSetsOf(ns, app))
+      .map((rs) => `${rs.metadata?.uid} ${rs.metadata?.labels?.['teal.dev/pod-template-hash']} ${rs.spec?.replicas}`)
+      .sort();
+  const eventsOf = async (app: string, reason: string) =>
+    (await core.listNamespacedEvent({ namespace: ns, fieldSelector: `involvedObject.name=${app}` })).items.filter(
+      (e) => e.reason === reason,
+    );
+
+  it('a ConfigMap copy is made again at once, with the same content, and no ReplicaSet is touched', async () => {
+    await putConfigMap('hand', { greeting: 'hello' });
+    await createApp(ns, appWith('hand', { volumes: [{ name: 'c', configMap: { name: 'hand' } }] }));
+    const one = await waitForApp(ns, 'hand', 'revision 1 Healthy', phase('Healthy'));
+    const copy = volumeConfigMap(await podSpecOf('hand', hashOf(one, 'active')));
+    expect(copy).toMatch(/^hand-[0-9a-f]{10}$/);
+    const before = await replicaSetShape('hand');
+    const { metadata } = await core.readNamespacedConfigMap({ namespace: ns, name: copy });
+
+    await core.deleteNamespacedConfigMap({ namespace: ns, name: copy });
+    // The same name, a new object: made again, not a deletion that never happened.
+    await waitFor('the copy made again', async () => {
+      const again = await core.readNamespacedConfigMap({ namespace: ns, name: copy }).catch(() => undefined);
+      return again && again.metadata?.uid !== metadata?.uid ? again : undefined;
+    });
+    expect(await configMapData(copy)).toEqual({ greeting: 'hello' });
+    const told = await waitFor('the ConfigCopyRecreated Event', async () => {
+      const events = await eventsOf('hand', 'ConfigCopyRecreated');
+      return events.length > 0 ? events : undefined;
+    });
+    expect(told.map((e) => e.message ?? '').join('\n')).toContain(`ConfigMap ${copy} was deleted`);
+    const after = await getApp(ns, 'hand');
+    expect(after.status?.phase).toBe('Healthy');
+    expect(after.status?.conditions?.find((c) => c.type === 'ConfigCopyMissing')).toBeUndefined();
+    expect(await replicaSetShape('hand')).toEqual(before);
+  });
+
+  it('a ConfigMap copy whose source changed meanwhile: a Warning Event, a condition and the message name it; no ReplicaSet churn', async () => {
+    await putConfigMap('gone', { greeting: 'hello' });
+    await createApp(ns, appWith('gone', { volumes: [{ name: 'c', configMap: { name: 'gone' } }] }));
+    const one = await waitForApp(ns, 'gone', 'revision 1 Healthy', phase('Healthy'));
+    const copy = volumeConfigMap(await podSpecOf('gone', hashOf(one, 'active')));
+    await putConfigMap('gone', { greeting: 'hi' });
+    await waitForApp(ns, 'gone', 'revision 2 ready in preview', previewReady);
+    const before = await replicaSetShape('gone');
+
+    await core.deleteNamespacedConfigMap({ namespace: ns, name: copy });
+    const lost = await waitForApp(
+      ns,
+      'gone',
+      'the lost copy named in a condition',
+      (a) => a.status?.conditions?.find((c) => c.type === 'ConfigCopyMissing')?.status === 'True',
+    );
+    const cond = lost.status?.conditions?.find((c) => c.type === 'ConfigCopyMissing');
+    expect(cond?.reason).toBe('ConfigCopyMissing');
+    expect(cond?.message).toContain(`ConfigMap ${copy} is missing`);
+    expect(cond?.message).toContain('ConfigMap gone no longer has its content');
+    expect(lost.status?.message).toContain(`ConfigMap ${copy} is missing`);
+    const warnings = await waitFor('the ConfigCopyMissing Warning Event', async () => {
+      const events = await eventsOf('gone', 'ConfigCopyMissing');
+      return events.length > 0 ? events : undefined;
+    });
+    expect(warnings.every((e) => e.type === 'Warning')).toBe(true);
+    expect(warnings[0]?.message).toContain(`ConfigMap ${copy} is missing`);
+    // Not made again with the other content, and the ReplicaSets as they were.
+    expect(await configMapData(copy)).toBeUndefined();
+    expect(await replicaSetShape('gone')).toEqual(before);
+    expect(lost.status?.active?.revision).toBe(1);
+  });
+
+  it('a Secret copy is made again (Secrets are read by GET: within 30 s)', async () => {
+    await putSecret('hand-db', { password: 'pw-hand' });
+    const env = [{ name: 'PASSWORD', valueFrom: { secretKeyRef: { name: 'hand-db', key: 'password' } } }];
+    await createApp(ns, appWith('hand-sec', { containers: [{ name: 'app', env, ports: [{ containerPort: 8080 }] }] }));
+    const one = await waitForApp(ns, 'hand-sec', 'revision 1 Healthy', phase('Healthy'));
+    const copy = secretKeyRefName(await podSpecOf('hand-sec', hashOf(one, 'active')));
+    expect(copy).toMatch(/^hand-db-[0-9a-f]{10}$/);
+    const before = await replicaSetShape('hand-sec');
+
+    await core.deleteNamespacedSecret({ namespace: ns, name: copy });
+    await waitFor('the Secret copy made again', async () => ((await secretExists(copy)) ? true : undefined));
+    const stored = await core.readNamespacedSecret({ namespace: ns, name: copy });
+    expect(Buffer.from(stored.data?.password ?? '', 'base64').toString()).toBe('pw-hand');
+    expect(await replicaSetShape('hand-sec')).toEqual(before);
   });
 });

@@ -19,6 +19,7 @@ import type { App, AppInput, AppStatus, Condition } from '../../src/app/schema.t
 import { validateApp } from '../../src/app/validate.ts';
 import { type Plan, plan } from '../../src/rollout/bluegreen.ts';
 import type { MeasureRequest, RolloutAction } from '../../src/rollout/cluster-actions.ts';
+import type { MissingCopy } from '../../src/rollout/config-refs.ts';
 import type { Observed, ObservedReplicaSet, ObservedService } from '../../src/rollout/observed.ts';
 import { imageApp } from '../fixtures/apps.ts';
 
@@ -60,6 +61,8 @@ export class World {
   jobs: AnalysisJobRef[] = [];
   templates = new Map<string, AnalysisTemplateSpec>();
   invalidTemplates = new Map<string, string>();
+  /** Copies in use that someone deleted, as the reconciler finds them. */
+  missingCopies: MissingCopy[] = [];
 
   constructor(app: App) {
     this.app = app;
@@ -112,6 +115,7 @@ export class World {
       target: this.target(),
       intents,
       analysis: { templates: this.templates, invalidTemplates: this.invalidTemplates, results: this.resultsIn() },
+      ...(this.missingCopies.length > 0 ? { missingCopies: this.missingCopies } : {}),
     });
   }
 

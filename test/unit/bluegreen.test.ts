@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { LABEL_APP, LABEL_HASH } from '../../src/app/labels.ts';
 import type { AppInput } from '../../src/app/schema.ts';
 import { plan } from '../../src/rollout/bluegreen.ts';
+import { copyName } from '../../src/rollout/config-refs.ts';
 import { ownedServiceManifest } from '../../src/rollout/service.ts';
 import { intent, makeApp, T0, World } from '../support/planner-world.ts';
 
@@ -900,5 +901,58 @@ describe('undo to a revision that never served', () => {
     w.settle();
     w.reconcile();
     expect(w.activeHash()).toBe(h2);
+  });
+});
+
+describe('a copy in use deleted by hand (issue #24 S5)', () => {
+  const copy = (digest: string) => copyName('uid-1', 'conf', digest);
+
+  it('is made again from its source while the source has the content it is named after; nothing else is touched', () => {
+    const { w } = released();
+    w.missingCopies = [{ kind: 'configmap', name: copy('d1'), source: 'conf', state: { digest: 'd1' } }];
+    const actions = w.reconcile();
+    expect(actions).toEqual([
+      {
+        kind: 'createConfigCopy',
+        copy: { kind: 'configmap', source: 'conf', name: copy('d1') },
+        app: 'web',
+        owner: expect.objectContaining({ uid: 'uid-1' }),
+      },
+    ]);
+    expect(w.events.at(-1)).toMatchObject({ type: 'Normal', reason: 'ConfigCopyRecreated' });
+    expect(w.status.phase).toBe('Healthy');
+    expect(cond(w, 'ConfigCopyMissing')).toBeUndefined();
+  });
+
+  it('whose source moved on is told: condition, one Warning Event, Degraded; all clear once it is back', () => {
+    const { w } = released();
+    w.missingCopies = [{ kind: 'configmap', name: copy('d1'), source: 'conf', state: { digest: 'd2' } }];
+    expect(w.reconcile()).toEqual([]);
+    const message = `ConfigMap ${copy('d1')} is missing and cannot be made again (ConfigMap conf no longer has its content)`;
+    expect(cond(w, 'ConfigCopyMissing')).toMatchObject({ status: 'True', reason: 'ConfigCopyMissing' });
+    expect(cond(w, 'ConfigCopyMissing')?.message).toContain(message);
+    expect(w.status.phase).toBe('Degraded');
+    expect(w.status.message).toContain(message);
+    expect(cond(w, 'Ready')?.status).toBe('False');
+    const warnings = () => w.events.filter((e) => e.reason === 'ConfigCopyMissing');
+    expect(warnings()).toEqual([expect.objectContaining({ type: 'Warning' })]);
+    w.reconcile();
+    expect(warnings().length).toBe(1);
+
+    w.missingCopies = [];
+    expect(w.reconcile()).toEqual([]);
+    expect(cond(w, 'ConfigCopyMissing')).toMatchObject({ status: 'False', reason: 'ConfigCopiesPresent' });
+    expect(w.status.phase).toBe('Healthy');
+  });
+
+  it('keeps a release waiting for promotion Paused, the loss added to its message', () => {
+    const { w } = released();
+    w.image('registry.example.com/team/web:2');
+    w.converge();
+    expect(w.status.phase).toBe('Paused');
+    w.missingCopies = [{ kind: 'secret', name: 'db-0123456789', source: 'db', state: 'missing' }];
+    w.reconcile();
+    expect(w.status.phase).toBe('Paused');
+    expect(w.status.message).toContain('Secret db-0123456789 is missing and cannot be made again (Secret db is gone)');
   });
 });

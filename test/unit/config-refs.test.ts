@@ -11,10 +11,13 @@ import {
   configMapDigest,
   configureTemplate,
   copiesFreedBy,
+  copiesInUse,
   copyName,
+  copySource,
   findConfigRefs,
   parseLiveConfig,
   recheckAfterMs,
+  repairCopies,
   type SourceState,
   secretDigest,
   secretsDue,
@@ -302,5 +305,42 @@ describe('when Secrets are read again', () => {
     expect(recheckAfterMs(T0, T0 + 10_000)).toBe(CONFIG_RECHECK_MS - 10_000 + 1);
     expect(secretsDue(known, ['db'], T0 + recheckAfterMs(T0, T0 + 10_000) + 10_000)).toBe(true);
     expect(recheckAfterMs(T0, T0 + CONFIG_RECHECK_MS * 2)).toBe(1);
+  });
+});
+
+describe('copies in use deleted by hand (issue #24 S5)', () => {
+  it("reads a copy's source back from its name, as copyName made it", () => {
+    expect(copySource(copyName('uid-1', 'conf', 'd'))).toBe('conf');
+    expect(copySource(copyName('uid-1', 'my-conf-0123456789', 'd'))).toBe('my-conf-0123456789');
+    expect(copySource('conf')).toBeUndefined();
+  });
+
+  it('takes the copies of ReplicaSets that run pods, each once, not those scaled to zero or being deleted', () => {
+    const rs = (copies: string[], specReplicas: number, deleting = false) => ({ copies, specReplicas, deleting });
+    expect(
+      copiesInUse([
+        rs(['configmap/a-0123456789', 'secret/b-0123456789'], 3),
+        rs(['configmap/a-0123456789'], 1),
+        rs(['configmap/old-0123456789'], 0),
+        rs(['configmap/going-0123456789'], 3, true),
+      ]),
+    ).toEqual([
+      { kind: 'configmap', name: 'a-0123456789' },
+      { kind: 'secret', name: 'b-0123456789' },
+    ]);
+  });
+
+  it('remakes a copy only while its source has the content it is named after', () => {
+    const name = copyName('uid-1', 'conf', 'd1');
+    const same = { kind: 'configmap' as const, name, source: 'conf', state: { digest: 'd1' } };
+    const moved = { ...same, state: { digest: 'd2' } };
+    const gone = { ...same, state: 'missing' as const };
+    const unknown = { kind: 'configmap' as const, name: 'x', state: { digest: 'd1' } };
+    expect(repairCopies('uid-1', [same, moved, gone, unknown])).toEqual({
+      recreate: [{ kind: 'configmap', source: 'conf', name }],
+      lost: [moved, gone, unknown],
+    });
+    // Another App's copy of the same content has another name: not this App's to remake.
+    expect(repairCopies('uid-2', [same]).recreate).toEqual([]);
   });
 });
