@@ -19,12 +19,17 @@ export interface CliResult {
 
 /** Runs `kubectl teal <args> -n <namespace>` and never throws: a failure is its exit code and output. */
 export async function tealIn(namespace: string, ...args: string[]): Promise<CliResult> {
+  return tealAs(inject('kubeconfig'), namespace, ...args);
+}
+
+/** tealIn as the user of another kubeconfig (e.g. serviceAccountKubeconfig's). */
+export async function tealAs(kubeconfig: string, namespace: string, ...args: string[]): Promise<CliResult> {
   try {
     const { stdout, stderr } = await run(join(inject('binDir'), 'kubectl'), ['teal', ...args, '-n', namespace], {
       env: {
         ...process.env,
         PATH: [BIN, inject('binDir'), process.env.PATH ?? ''].join(delimiter),
-        KUBECONFIG: inject('kubeconfig'),
+        KUBECONFIG: kubeconfig,
         NO_COLOR: '1',
       },
       timeout: 2 * WAIT_MS,

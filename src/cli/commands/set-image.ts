@@ -7,6 +7,8 @@ import type { Flags } from '../args.ts';
 import { CliError, EXIT, UsageError } from '../errors.ts';
 import { Session } from '../kube.ts';
 
+const SPEC_WRITE = 'needs "update" and "patch" on apps.teal.dev, e.g. the teal-admin role';
+
 export async function setImage(args: string[], flags: Flags): Promise<number> {
   const [name = '', image = ''] = args;
   if (!IMAGE_REFERENCE.test(image) || image.length > 512) {
@@ -27,12 +29,16 @@ export async function setImage(args: string[], flags: Flags): Promise<number> {
     process.stdout.write(`app "${name}" already has image ${image}: nothing changed\n`);
     return EXIT.ok;
   }
-  await session.patchApp(
-    app,
-    { spec: { image } },
-    'set the image of',
-    'needs "patch" on apps.teal.dev, e.g. the teal-admin role',
-  );
+  // A spec change needs update, not only the patch the plugin uses: the admission
+  // policy (config/policy/intents.yaml) refuses it otherwise, so say so before writing.
+  if ((await session.canI('update', name)) === false) {
+    throw new CliError(
+      `user "${await session.whoami()}" cannot set the image of apps.teal.dev "${name}" in namespace "${session.namespace}" (RBAC: ${SPEC_WRITE})`,
+      EXIT.error,
+      403,
+    );
+  }
+  await session.patchApp(app, { spec: { image } }, 'set the image of', SPEC_WRITE);
   process.stdout.write(`app "${name}" image set to ${image} (was ${app.spec.image ?? 'unset'})\n`);
   return EXIT.ok;
 }
