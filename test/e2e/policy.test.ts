@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiException, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { ApiException, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACTIONS, intentAnnotation } from '../../src/app/intents.ts';
 import { GROUP, PLURAL, VERSION } from '../../src/app/schema.ts';
@@ -17,11 +17,12 @@ import { e2eApp } from '../fixtures/apps.ts';
 import { createApp, getApp, phase, waitForApp } from '../support/apps.ts';
 import { tealAs } from '../support/cli.ts';
 import { render } from '../support/helm.ts';
-import { clients, createNamespace, kubeConfig, kubectl, serviceAccountKubeconfig, waitFor } from '../support/kube.ts';
+import { clients, createNamespace, kubeConfig, kubectl, tokenKubeconfig, waitFor } from '../support/kube.ts';
 import { find, type Manifest, parseManifests } from '../support/manifests.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
+import { allowed, bind, customObjectsAs, serviceAccount, userOf } from '../support/users.ts';
 
-const { core, rbac, authz, custom, objects } = clients();
+const { core, custom, objects } = clients();
 const CONFIG = new URL('../../config', import.meta.url).pathname;
 const run = randomBytes(3).toString('hex');
 /** The policy's binding here covers this file's namespaces only (the shipped one covers all). */
@@ -44,58 +45,9 @@ const configObjects = async (path: string) => parseManifests(await readFile(join
 const apply = (object: Manifest) =>
   objects.patch(object, undefined, undefined, 'teal-test', true, PatchStrategy.ServerSideApply);
 
-/** A client acting as a ServiceAccount with the given verbs on apps.teal.dev. */
-async function actingAs(name: string, verbs: string[]): Promise<CustomObjectsApi> {
-  await core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name } } });
-  await rbac.createNamespacedRole({
-    namespace: ns,
-    body: { metadata: { name }, rules: [{ apiGroups: ['teal.dev'], resources: ['apps'], verbs }] },
-  });
-  await bind(ns, name, 'Role', name);
-  const token = (
-    await core.createNamespacedServiceAccountToken({ name, namespace: ns, body: { spec: { audiences: [] } } })
-  ).status?.token;
-  const admin = kubeConfig();
-  const cluster = admin.getCurrentCluster();
-  if (!cluster || !token) throw new Error('no cluster or token');
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [cluster],
-    users: [{ name, token }],
-    contexts: [{ name, cluster: cluster.name, user: name }],
-    currentContext: name,
-  });
-  return kc.makeApiClient(CustomObjectsApi);
-}
-
-/** Binds a Role or ClusterRole, in namespace, to a ServiceAccount of ns. */
-async function bind(namespace: string, sa: string, kind: 'Role' | 'ClusterRole', role: string): Promise<void> {
-  await rbac.createNamespacedRoleBinding({
-    namespace,
-    body: {
-      metadata: { name: `${sa}-${role}` },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind, name: role },
-      subjects: [{ kind: 'ServiceAccount', name: sa, namespace: ns }],
-    },
-  });
-}
-
-/** Waits until RBAC (and the aggregation controller) lets a ServiceAccount do verb on apps.teal.dev. */
-async function allowed(sa: { namespace: string; name: string }, verb: string, namespace: string): Promise<void> {
-  const user = `system:serviceaccount:${sa.namespace}:${sa.name}`;
-  await waitFor(`${user} may ${verb} apps.${GROUP} in ${namespace}`, async () => {
-    const review = await authz.createSubjectAccessReview({
-      body: {
-        spec: {
-          user,
-          groups: ['system:serviceaccounts', `system:serviceaccounts:${sa.namespace}`, 'system:authenticated'],
-          resourceAttributes: { group: GROUP, resource: PLURAL, verb, namespace },
-        },
-      },
-    });
-    return review.status?.allowed ? true : undefined;
-  });
-}
+/** A client acting as a ServiceAccount of ns with the given verbs on apps.teal.dev. */
+const actingAs = async (name: string, verbs: string[]): Promise<CustomObjectsApi> =>
+  customObjectsAs(name, await serviceAccount(ns, name, verbs));
 
 let lastMessage = '';
 
@@ -154,15 +106,13 @@ const subject = (name: string): Subject => {
 
 /** A ServiceAccount of ns bound to role in ns and watched; waits until RBAC says what the role is for. */
 async function holder(name: string, role: string, kind: Kind): Promise<void> {
-  await core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name } } });
-  await Promise.all([bind(ns, name, 'ClusterRole', role), bind(watched, name, 'ClusterRole', role)]);
+  const token = await serviceAccount(ns, name);
+  await Promise.all([bind(ns, name, 'ClusterRole', role), bind(ns, name, 'ClusterRole', role, watched)]);
   // A role's rules are aggregated all at once, so an admin's apps/scale comes with update.
   const verb = { reader: 'get', promoter: 'pause', admin: 'update' }[kind];
-  for (const namespace of [ns, watched]) await allowed({ namespace: ns, name }, verb, namespace);
-  const user = `system:serviceaccount:${ns}:${name}`;
-  const kubeconfig = await serviceAccountKubeconfig(ns, name, join(dir, `${name}.kubeconfig`));
-  const config = JSON.parse(await readFile(kubeconfig, 'utf8')) as { users: { user: { token: string } }[] };
-  subjects.set(name, { user, kubeconfig, token: config.users[0]?.user.token ?? '' });
+  for (const where of [ns, watched]) await allowed(ns, name, verb, where);
+  const user = userOf(ns, name);
+  subjects.set(name, { user, token, kubeconfig: await tokenKubeconfig(join(dir, `${name}.kubeconfig`), name, token) });
 }
 
 /** Two namespaces under this file's binding of the policy: ns for the table, watched for the operator. */
@@ -261,11 +211,11 @@ async function operatorAsItsServiceAccount(): Promise<Operator> {
     await apply(object);
     made.push(object);
   }
-  await core.createNamespacedServiceAccount({ namespace: watched, body: { metadata: { name: 'teal' } } });
-  await allowed({ namespace: watched, name: 'teal' }, 'update', watched);
+  const token = await serviceAccount(watched, 'teal');
+  await allowed(watched, 'teal', 'update');
   return startOperator({
     namespace: watched,
-    kubeconfig: await serviceAccountKubeconfig(watched, 'teal', join(dir, 'operator.kubeconfig')),
+    kubeconfig: await tokenKubeconfig(join(dir, 'operator.kubeconfig'), 'teal', token),
   });
 }
 

@@ -27,10 +27,16 @@ export async function serviceAccount(namespace: string, name: string, verbs: rea
   return serviceAccountToken(namespace, name);
 }
 
-/** Binds a Role or ClusterRole to a ServiceAccount of the namespace, in that namespace. */
-export async function bind(namespace: string, sa: string, kind: 'Role' | 'ClusterRole', role: string): Promise<void> {
+/** Binds a Role or ClusterRole to a ServiceAccount of the namespace, in that namespace or in where. */
+export async function bind(
+  namespace: string,
+  sa: string,
+  kind: 'Role' | 'ClusterRole',
+  role: string,
+  where = namespace,
+): Promise<void> {
   await clients().rbac.createNamespacedRoleBinding({
-    namespace,
+    namespace: where,
     body: {
       metadata: { name: `${sa}-${role}` },
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind, name: role },
@@ -39,16 +45,19 @@ export async function bind(namespace: string, sa: string, kind: 'Role' | 'Cluste
   });
 }
 
-/** Waits until the ServiceAccount may use this verb on Apps: RBAC takes a moment to reach the authorizer's cache. */
-export async function allowed(namespace: string, sa: string, verb: string): Promise<void> {
+/**
+ * Waits until the ServiceAccount may use this verb on Apps (in its namespace, or in where):
+ * RBAC takes a moment to reach the authorizer's cache.
+ */
+export async function allowed(namespace: string, sa: string, verb: string, where = namespace): Promise<void> {
   const user = userOf(namespace, sa);
-  await waitFor(`${user} may ${verb} ${PLURAL}.${GROUP} in ${namespace}`, async () => {
+  await waitFor(`${user} may ${verb} ${PLURAL}.${GROUP} in ${where}`, async () => {
     const review = await clients().authz.createSubjectAccessReview({
       body: {
         spec: {
           user,
           groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
-          resourceAttributes: { group: GROUP, resource: PLURAL, verb, namespace },
+          resourceAttributes: { group: GROUP, resource: PLURAL, verb, namespace: where },
         },
       },
     });
