@@ -74,88 +74,150 @@ export interface Target {
   finalizers: readonly string[];
 }
 
-/** What an action does, in words: for logs and for the status message when it fails. */
-export function describe(target: Target, action: ClusterAction): string {
-  const ns = target.namespace;
-  switch (action.kind) {
-    case 'createReplicaSet':
-      return `creating ReplicaSet ${ns}/${action.manifest.metadata.name}`;
-    case 'patchReplicaSet':
-      return `updating ReplicaSet ${ns}/${action.name}`;
-    case 'deleteReplicaSet':
-      return `deleting ReplicaSet ${ns}/${action.name}`;
-    case 'createConfigCopy':
-      return `copying ${kindName(action.copy.kind)} ${ns}/${action.copy.source} to ${action.copy.name}`;
-    case 'deleteConfigCopy':
-      return `deleting ${kindName(action.copyKind)} ${ns}/${action.name}`;
-    case 'applyService':
-      return `applying ${action.role} Service ${ns}/${action.manifest.metadata.name}`;
-    case 'createJob':
-      return `creating build Job ${ns}/${action.manifest.metadata.name}`;
-    case 'deleteJob':
-      return `deleting build Job ${ns}/${action.name}`;
-    case 'deleteAnalysisJob':
-      return `deleting analysis Job ${ns}/${action.name}`;
-    case 'addFinalizer':
-      return `adding the finalizer to App ${ns}/${target.name}`;
-    case 'removeFinalizer':
-      return `removing the finalizer from App ${ns}/${target.name}`;
-    case 'restoreService':
-      return `restoring the selector of Service ${ns}/${action.service.name}`;
-    case 'evictPod':
-      return `evicting Pod ${ns}/${action.name}`;
-  }
+/** The action of one kind. */
+type ActionOf<K extends ClusterAction['kind']> = Extract<ClusterAction, { kind: K }>;
+
+/** The calls of the reconciler's client the executor makes. */
+export type ExecutorClient = Pick<
+  ClusterClient,
+  | 'apply'
+  | 'patchReplicaSet'
+  | 'deleteReplicaSet'
+  | 'readConfigSource'
+  | 'createOnce'
+  | 'deleteConfigCopy'
+  | 'deleteJob'
+  | 'evictPod'
+  | 'patchAppMetadata'
+>;
+
+/** What a write has at hand: the App it is for and the reconciler's client. */
+interface WriteContext {
+  target: Target;
+  client: ExecutorClient;
 }
 
-/** The log line before a write (the e2e suites read these to see who writes what). */
-function logWrite(log: Logger, action: ClusterAction): void {
-  switch (action.kind) {
-    case 'createReplicaSet': {
-      const { metadata, spec } = action.manifest;
-      log.info({ replicaSet: metadata.name, replicas: spec.replicas }, 'creating ReplicaSet');
-      return;
-    }
-    case 'patchReplicaSet':
-      log.info({ replicaSet: action.name, ...replicaSetPatch(action) }, 'updating ReplicaSet');
-      return;
-    case 'deleteReplicaSet':
-      log.info({ replicaSet: action.name }, 'deleting old ReplicaSet');
-      return;
-    case 'createConfigCopy':
-      log.info({ kind: action.copy.kind, source: action.copy.source, copy: action.copy.name }, 'copying configuration');
-      return;
-    case 'deleteConfigCopy':
-      log.info({ kind: action.copyKind, copy: action.name }, 'deleting a configuration copy');
-      return;
-    case 'applyService': {
-      const { metadata, spec } = action.manifest;
-      log.info({ service: metadata.name, role: action.role, selector: spec.selector }, 'applying Service');
-      return;
-    }
-    case 'createJob': {
-      const { name, labels } = action.manifest.metadata;
-      log.info({ job: name, commit: labels['teal.dev/commit'] }, 'creating build Job');
-      return;
-    }
-    case 'deleteJob':
-      log.info({ job: action.name, why: action.why }, 'deleting build Job');
-      return;
-    case 'deleteAnalysisJob':
-      log.info({ job: action.name, why: action.why }, 'deleting analysis Job');
-      return;
-    case 'restoreService':
-      log.info({ service: action.service.name }, 'restoring the selector of an adopted Service');
-      return;
-    case 'evictPod':
-      log.info({ pod: action.name, why: action.why }, 'evicting pod');
-      return;
-    default:
-      log.debug({ action: action.kind }, "updating the App's finalizers");
-  }
+/** Everything the executor knows of one kind of action. */
+interface ActionHandler<A extends ClusterAction> {
+  /** What it does, in words: for the status message when it fails. */
+  describe(target: Target, action: A): string;
+  /** The log line before the write (the e2e suites read these to see who writes what). */
+  log(log: Logger, action: A): void;
+  /** The write; what it answers is not used. */
+  write(context: WriteContext, action: A): Promise<unknown>;
 }
+
+/**
+ * Every kind of action with its words, its log line and its write: a kind
+ * added to ClusterAction does not compile until it has all three here.
+ */
+export type ActionTable = { [K in ClusterAction['kind']]: ActionHandler<ActionOf<K>> };
+
+const deleteJob = ({ target, client }: WriteContext, action: { name: string }) =>
+  client.deleteJob(target.namespace, action.name);
+
+/** The finalizers are bookkeeping of the App's own: logged at debug only. */
+const logFinalizers = (log: Logger, action: AppAction) =>
+  log.debug({ action: action.kind }, "updating the App's finalizers");
+
+const ACTIONS: ActionTable = {
+  createReplicaSet: {
+    describe: (t, a) => `creating ReplicaSet ${t.namespace}/${a.manifest.metadata.name}`,
+    log: (log, a) =>
+      log.info({ replicaSet: a.manifest.metadata.name, replicas: a.manifest.spec.replicas }, 'creating ReplicaSet'),
+    write: ({ client }, a) => client.apply(a.manifest),
+  },
+  patchReplicaSet: {
+    describe: (t, a) => `updating ReplicaSet ${t.namespace}/${a.name}`,
+    log: (log, a) => log.info({ replicaSet: a.name, ...replicaSetPatch(a) }, 'updating ReplicaSet'),
+    write: ({ target, client }, a) => client.patchReplicaSet(target.namespace, a.name, replicaSetPatch(a)),
+  },
+  deleteReplicaSet: {
+    describe: (t, a) => `deleting ReplicaSet ${t.namespace}/${a.name}`,
+    log: (log, a) => log.info({ replicaSet: a.name }, 'deleting old ReplicaSet'),
+    write: ({ target, client }, a) => client.deleteReplicaSet(target.namespace, a.name),
+  },
+  createConfigCopy: {
+    describe: (t, a) => `copying ${kindName(a.copy.kind)} ${t.namespace}/${a.copy.source} to ${a.copy.name}`,
+    log: (log, a) => log.info({ kind: a.copy.kind, source: a.copy.source, copy: a.copy.name }, 'copying configuration'),
+    write: ({ target, client }, a) => copyConfig(client, target.namespace, a),
+  },
+  deleteConfigCopy: {
+    describe: (t, a) => `deleting ${kindName(a.copyKind)} ${t.namespace}/${a.name}`,
+    log: (log, a) => log.info({ kind: a.copyKind, copy: a.name }, 'deleting a configuration copy'),
+    write: ({ target, client }, a) => client.deleteConfigCopy(a.copyKind, target.namespace, a.name, a.appUid),
+  },
+  applyService: {
+    describe: (t, a) => `applying ${a.role} Service ${t.namespace}/${a.manifest.metadata.name}`,
+    log: (log, a) =>
+      log.info(
+        { service: a.manifest.metadata.name, role: a.role, selector: a.manifest.spec.selector },
+        'applying Service',
+      ),
+    write: ({ client }, a) => client.apply(a.manifest),
+  },
+  createJob: {
+    describe: (t, a) => `creating build Job ${t.namespace}/${a.manifest.metadata.name}`,
+    log: (log, a) =>
+      log.info(
+        { job: a.manifest.metadata.name, commit: a.manifest.metadata.labels['teal.dev/commit'] },
+        'creating build Job',
+      ),
+    write: ({ client }, a) => client.apply(a.manifest),
+  },
+  deleteJob: {
+    describe: (t, a) => `deleting build Job ${t.namespace}/${a.name}`,
+    log: (log, a) => log.info({ job: a.name, why: a.why }, 'deleting build Job'),
+    write: deleteJob,
+  },
+  deleteAnalysisJob: {
+    describe: (t, a) => `deleting analysis Job ${t.namespace}/${a.name}`,
+    log: (log, a) => log.info({ job: a.name, why: a.why }, 'deleting analysis Job'),
+    write: deleteJob,
+  },
+  addFinalizer: {
+    describe: (t) => `adding the finalizer to App ${t.namespace}/${t.name}`,
+    log: logFinalizers,
+    // Guarded by the resourceVersion the plan was made from: a stale cache gets a 409 and re-plans.
+    write: ({ target, client }) =>
+      client.patchAppMetadata(target.namespace, target.name, {
+        resourceVersion: target.resourceVersion,
+        finalizers: [...target.finalizers.filter((f) => f !== FINALIZER), FINALIZER],
+      }),
+  },
+  removeFinalizer: {
+    describe: (t) => `removing the finalizer from App ${t.namespace}/${t.name}`,
+    log: logFinalizers,
+    // Already gone: a stale cache asked twice.
+    write: ({ target, client }) =>
+      ignoreNotFound(
+        client.patchAppMetadata(target.namespace, target.name, {
+          resourceVersion: target.resourceVersion,
+          finalizers: target.finalizers.filter((f) => f !== FINALIZER),
+        }),
+      ),
+  },
+  restoreService: {
+    describe: (t, a) => `restoring the selector of Service ${t.namespace}/${a.service.name}`,
+    log: (log, a) => log.info({ service: a.service.name }, 'restoring the selector of an adopted Service'),
+    write: ({ client }, a) => client.apply(restoredServiceManifest(a.service)),
+  },
+  evictPod: {
+    describe: (t, a) => `evicting Pod ${t.namespace}/${a.name}`,
+    log: (log, a) => log.info({ pod: a.name, why: a.why }, 'evicting pod'),
+    // Refused by a PodDisruptionBudget: the restart sees the pod still there and asks again (rollout/restart.ts).
+    write: ({ target, client }, a) => client.evictPod(target.namespace, a.name),
+  },
+};
+
+/** The handler of an action's kind, the one place the kind picks it. */
+const handlerOf = (action: ClusterAction): ActionHandler<ClusterAction> => ACTIONS[action.kind];
+
+/** What an action does, in words: for logs and for the status message when it fails. */
+export const describe = (target: Target, action: ClusterAction): string => handlerOf(action).describe(target, action);
 
 /** The merge patch for a ReplicaSet's size and its scale-down mark. */
-function replicaSetPatch(action: Extract<ClusterAction, { kind: 'patchReplicaSet' }>) {
+function replicaSetPatch(action: ActionOf<'patchReplicaSet'>) {
   return {
     ...(action.replicas !== undefined ? { spec: { replicas: action.replicas } } : {}),
     ...(action.scaleDownAt !== undefined
@@ -164,11 +226,31 @@ function replicaSetPatch(action: Extract<ClusterAction, { kind: 'patchReplicaSet
   };
 }
 
+/**
+ * Reads the source again and copies it, if it still has the content the
+ * copy is named after: one changed since the plan makes this fail, and the
+ * retry plans the newer content. Its data goes straight into the copy. An
+ * object already of that name is used only if its content is the source's.
+ */
+async function copyConfig(client: ExecutorClient, namespace: string, action: ActionOf<'createConfigCopy'>) {
+  const { copy, owner } = action;
+  const what = `${kindName(copy.kind)} ${copy.source}`;
+  const source = await client.readConfigSource(copy.kind, namespace, copy.source);
+  if (!source || copyNameOf(copy, owner.uid, source.uid, source) !== copy.name) {
+    throw new Error(`${what} changed (or went) since it was read; planning again`);
+  }
+  if (await client.createOnce(copyManifest(copy, namespace, action.app, owner, source))) return;
+  const existing = await client.readConfigSource(copy.kind, namespace, copy.name);
+  if (!existing || copyNameOf(copy, owner.uid, source.uid, existing) !== copy.name) {
+    throw new Error(`${kindName(copy.kind)} ${copy.name} exists with other content than ${what}; Teal does not use it`);
+  }
+}
+
 export class Executor {
-  private readonly client: ClusterClient;
+  private readonly client: ExecutorClient;
   private readonly canWrite: (appKey: string) => boolean;
 
-  constructor(client: ClusterClient, canWrite: (appKey: string) => boolean) {
+  constructor(client: ExecutorClient, canWrite: (appKey: string) => boolean) {
     this.client = client;
     this.canWrite = canWrite;
   }
@@ -182,85 +264,13 @@ export class Executor {
   async run(target: Target, actions: readonly ClusterAction[], log: Logger): Promise<void> {
     for (const action of actions) {
       this.guard(`${target.namespace}/${target.name}`);
-      logWrite(log, action);
+      const handler = handlerOf(action);
+      handler.log(log, action);
       try {
-        await this.write(target, action);
+        await handler.write({ target, client: this.client }, action);
       } catch (err) {
-        throw new ActionFailed(action, describe(target, action), err);
+        throw new ActionFailed(action, handler.describe(target, action), err);
       }
-    }
-  }
-
-  /**
-   * Reads the source again and copies it, if it still has the content the
-   * copy is named after: one changed since the plan makes this fail, and the
-   * retry plans the newer content. Its data goes straight into the copy. An
-   * object already of that name is used only if its content is the source's.
-   */
-  private async copyConfig(namespace: string, action: Extract<ClusterAction, { kind: 'createConfigCopy' }>) {
-    const { copy, owner } = action;
-    const what = `${kindName(copy.kind)} ${copy.source}`;
-    const source = await this.client.readConfigSource(copy.kind, namespace, copy.source);
-    if (!source || copyNameOf(copy, owner.uid, source.uid, source) !== copy.name) {
-      throw new Error(`${what} changed (or went) since it was read; planning again`);
-    }
-    if (await this.client.createOnce(copyManifest(copy, namespace, action.app, owner, source))) return;
-    const existing = await this.client.readConfigSource(copy.kind, namespace, copy.name);
-    if (!existing || copyNameOf(copy, owner.uid, source.uid, existing) !== copy.name) {
-      throw new Error(
-        `${kindName(copy.kind)} ${copy.name} exists with other content than ${what}; Teal does not use it`,
-      );
-    }
-  }
-
-  private async write(target: Target, action: ClusterAction): Promise<void> {
-    const { namespace, name, resourceVersion, finalizers } = target;
-    const client = this.client;
-    switch (action.kind) {
-      case 'createReplicaSet':
-      case 'applyService':
-      case 'createJob':
-        await client.apply(action.manifest);
-        return;
-      case 'patchReplicaSet':
-        await client.patchReplicaSet(namespace, action.name, replicaSetPatch(action));
-        return;
-      case 'deleteReplicaSet':
-        await client.deleteReplicaSet(namespace, action.name);
-        return;
-      case 'createConfigCopy':
-        await this.copyConfig(namespace, action);
-        return;
-      case 'deleteConfigCopy':
-        await client.deleteConfigCopy(action.copyKind, namespace, action.name, action.appUid);
-        return;
-      case 'deleteJob':
-      case 'deleteAnalysisJob':
-        await client.deleteJob(namespace, action.name);
-        return;
-      case 'restoreService':
-        await client.apply(restoredServiceManifest(action.service));
-        return;
-      // Refused by a PodDisruptionBudget: the restart sees the pod still there and asks again (rollout/restart.ts).
-      case 'evictPod':
-        await client.evictPod(namespace, action.name);
-        return;
-      // Guarded by the resourceVersion the plan was made from: a stale cache gets a 409 and re-plans.
-      case 'addFinalizer':
-        await client.patchAppMetadata(namespace, name, {
-          resourceVersion,
-          finalizers: [...finalizers.filter((f) => f !== FINALIZER), FINALIZER],
-        });
-        return;
-      case 'removeFinalizer':
-        // Already gone: a stale cache asked twice.
-        await ignoreNotFound(
-          client.patchAppMetadata(namespace, name, {
-            resourceVersion,
-            finalizers: finalizers.filter((f) => f !== FINALIZER),
-          }),
-        );
-        return;
     }
   }
 }
