@@ -15,7 +15,16 @@
 //   anyone who can read Jobs can read (env valueFrom.secretKeyRef keeps it in
 //   the Secret instead).
 import { MASK, masker } from '../app/mask.ts';
-import type { AppArgument, Check, SecretKeyRef, TemplateArgument } from './schema.ts';
+import {
+  type AppArgument,
+  ARG_FIELDS,
+  type ArgField,
+  type Check,
+  CheckSchema,
+  type CheckSpec,
+  type SecretKeyRef,
+  type TemplateArgument,
+} from './schema.ts';
 
 /** An argument after merging templates and App: a value, or where to read one. */
 export type ArgSource = { name: string; value: string } | { name: string; secretKeyRef: SecretKeyRef };
@@ -141,6 +150,74 @@ export function bindArgs(
     }
   }
   return errors.length > 0 ? { ok: false, errors } : { ok: true, values };
+}
+
+// ---- the count, limits and durations, when a run starts ----
+
+/**
+ * A check as its run will read it: the {{args.<name>}} in its count, limits,
+ * interval and initialDelay replaced (as Argo Rollouts resolves a metric when
+ * it creates the run), and the check checked again whole, with each problem
+ * named as `metrics "<check>".<field>`, with the arguments its value came from.
+ * These fields show in status and events, so an argument from a Secret is
+ * refused in them.
+ */
+export function resolveNumbers(spec: CheckSpec, args: ArgSource[]): Result<{ check: Check }> {
+  const named = (field: string, message: string) => `metrics "${spec.name}"${field ? `.${field}` : ''}: ${message}`;
+  const { filled, origins, errors } = fillArgFields(spec, args);
+  if (errors.length > 0) return { ok: false, errors: errors.map(([field, message]) => named(field, message)) };
+  const parsed = CheckSchema.safeParse(filled);
+  if (parsed.success) return { ok: true, check: parsed.data };
+  return {
+    ok: false,
+    errors: parsed.error.issues.map((issue) => {
+      const field = issue.path.map(String).join('.');
+      const from = originOf(field, issue.message, origins);
+      return named(field, `${issue.message}${from === '' ? '' : ` (${from})`}`);
+    }),
+  };
+}
+
+/** The check with its arguments in those fields; for each field filled, the text and the value it gave. */
+function fillArgFields(spec: CheckSpec, args: ArgSource[]) {
+  const filled: Record<string, unknown> = { ...spec };
+  const origins = new Map<string, string>();
+  const errors: [field: string, message: string][] = [];
+  for (const field of ARG_FIELDS) {
+    const text = spec[field];
+    if (typeof text !== 'string') continue;
+    const out = substitute(text, field, plainLookup(args), false);
+    if (out.errors.length > 0) {
+      errors.push(...out.errors.map((e): [string, string] => [field, e]));
+      continue;
+    }
+    if (text.includes('{{')) origins.set(field, `${text} gave "${out.text}"`);
+    if (!NUMERIC.has(field)) filled[field] = out.text;
+    else if (/^[0-9]+$/.test(out.text)) filled[field] = Number(out.text);
+    else errors.push([field, `must be a whole number (${text} gave "${out.text}")`]);
+  }
+  return { filled, origins, errors };
+}
+
+/** Where a problem's values came from: its field's, or for a rule, those of the fields its message names. */
+function originOf(field: string, message: string, origins: Map<string, string>): string {
+  if (field !== '') return origins.get(field) ?? '';
+  return ARG_FIELDS.filter((f) => origins.has(f) && new RegExp(`\\b${f}\\b`).test(message))
+    .map((f) => `${f}: ${origins.get(f)}`)
+    .join('; ');
+}
+
+const NUMERIC: ReadonlySet<ArgField> = new Set(['count', 'failureLimit', 'inconclusiveLimit', 'consecutiveErrorLimit']);
+
+/** Arguments with a plain value; one from a Secret may not show where these fields show. */
+function plainLookup(args: ArgSource[]): Lookup {
+  return (tag, field) => {
+    const arg = tag.startsWith('args.') ? args.find((a) => a.name === tag.slice('args.'.length)) : undefined;
+    if (!arg)
+      return { error: `{{${tag}}} names no argument: declare it in the template's args or give it in the App's args` };
+    if ('secretKeyRef' in arg) return { error: secretRefusal(tag, field) };
+    return { value: arg.value, secret: false };
+  };
 }
 
 // ---- substitution ----

@@ -1,8 +1,9 @@
 // From an App's prePromotionAnalysis or postPromotionAnalysis, and the templates
 // it names, to the checks and arguments of one run (Argo's
-// NewAnalysisRunFromTemplates, plus Teal's inline metrics).
-import { type ArgSource, mergeArgs, type Result } from './args.ts';
-import { type Analysis, type AnalysisTemplateSpec, type Check, MAX_CHECKS } from './schema.ts';
+// NewAnalysisRunFromTemplates, plus Teal's inline metrics), with the arguments
+// in each check's count, limits and durations.
+import { type ArgSource, mergeArgs, type Result, resolveNumbers } from './args.ts';
+import { type Analysis, type AnalysisTemplateSpec, type Check, type CheckSpec, MAX_CHECKS } from './schema.ts';
 
 export interface RunSpec {
   /** Templates' metrics in the order listed, then the inline ones. */
@@ -21,19 +22,32 @@ export function assembleRun(analysis: Analysis, templates: ReadonlyMap<string, A
     if (spec) found.push({ name: ref.templateName, spec });
     else errors.push(`templates[${i}].templateName: AnalysisTemplate "${ref.templateName}" not found`);
   });
-  const checks = [...found.flatMap((t) => t.spec.metrics), ...(analysis.metrics ?? [])];
+  const specs = [...found.flatMap((t) => t.spec.metrics), ...(analysis.metrics ?? [])];
   errors.push(...duplicateChecks(found, analysis.metrics ?? []));
-  if (checks.length > MAX_CHECKS) errors.push(`the run would have ${checks.length} checks; at most ${MAX_CHECKS}`);
+  if (specs.length > MAX_CHECKS) errors.push(`the run would have ${specs.length} checks; at most ${MAX_CHECKS}`);
   const merged = mergeArgs(
     found.map((t) => ({ name: t.name, args: t.spec.args })),
     analysis.args,
   );
   if (!merged.ok) errors.push(...merged.errors);
   if (errors.length > 0 || !merged.ok) return { ok: false, errors };
-  return { ok: true, checks, args: merged.args };
+  const checks = resolveAll(specs, merged.args);
+  return checks.ok ? { ok: true, checks: checks.checks, args: merged.args } : checks;
 }
 
-function duplicateChecks(found: { name: string; spec: AnalysisTemplateSpec }[], inline: Check[]): string[] {
+/** Each check with its arguments in. */
+function resolveAll(specs: CheckSpec[], args: ArgSource[]): Result<{ checks: Check[] }> {
+  const checks: Check[] = [];
+  const errors: string[] = [];
+  for (const spec of specs) {
+    const resolved = resolveNumbers(spec, args);
+    if (resolved.ok) checks.push(resolved.check);
+    else errors.push(...resolved.errors);
+  }
+  return errors.length > 0 ? { ok: false, errors } : { ok: true, checks };
+}
+
+function duplicateChecks(found: { name: string; spec: AnalysisTemplateSpec }[], inline: CheckSpec[]): string[] {
   const owner = new Map<string, string>();
   const errors: string[] = [];
   const sources = [

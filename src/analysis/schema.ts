@@ -32,8 +32,6 @@ export const MEASUREMENT_HISTORY_LIMIT = 10;
 export const MAX_VALUE_LENGTH = 128;
 export const MAX_MESSAGE_LENGTH = 256;
 
-const duration = (what: string) => z.string().max(32).regex(DURATION_PATTERN, `${what} must be ${DURATION_HINT}`);
-
 const name63 = (what: string) =>
   z.string().min(1).max(63).regex(DNS1123_LABEL, `${what} must be a DNS-1123 label: lowercase letters, digits and "-"`);
 
@@ -44,8 +42,10 @@ const objectName = (what: string) =>
     .max(253)
     .regex(DNS1123_SUBDOMAIN, `${what} must be an object name: lowercase letters, digits, "-" and "."`);
 
-// Placeholders may sit anywhere after the scheme; args.ts checks the URL again once they are replaced.
-const HTTP_URL = /^https?:\/\/[^\s]+$/;
+// Placeholders may sit anywhere after the scheme, or make the whole URL (Argo's
+// templates take one from a Secret: url: "{{args.secret-url}}"); args.ts checks
+// the URL again once they are replaced.
+const HTTP_URL = /^(https?:\/\/|\{\{)[^\s]+$/;
 // RFC 9110 token.
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const ENV_NAME = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
@@ -54,7 +54,7 @@ const SECRET_KEY = /^[-._a-zA-Z0-9]+$/;
 export const ARG_NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 
 const httpUrl = (what: string) =>
-  z.string().min(1).max(2048).regex(HTTP_URL, `${what} must start with http:// or https://`);
+  z.string().min(1).max(2048).regex(HTTP_URL, `${what} must start with http:// or https://, or with a placeholder`);
 
 export const SecretKeyRefSchema = z
   .strictObject({
@@ -224,22 +224,60 @@ export const ProviderSchema = withRules(
 
 // ---- the check (Argo's Metric) ----
 
+// Argo Rollouts' count and limits are IntOrStrings and its interval and
+// initialDelay strings, so that a template may leave them to arguments:
+// `count: "{{args.runs}}"`. So here, as text holding {{args.<name>}} (and no
+// other braces), replaced when a run starts (args.ts resolveNumbers); the
+// check is then parsed again as CheckSchema, with numbers and durations only.
+const WITH_ARGS = '[^{}]*(\\{\\{ *args\\.[A-Za-z_][A-Za-z0-9_-]* *\\}\\}[^{}]*)+';
+const WHOLE_OR_ARGS = new RegExp(`^([0-9]+|${WITH_ARGS})$`);
+const DURATION_OR_ARGS = new RegExp(`^(${DURATION_PATTERN.source.slice(1, -1)}|${WITH_ARGS})$`);
+const ARGS_HINT = 'or hold {{args.<name>}}';
+
+const WHOLE = {
+  count: z.int().min(1, 'count must be at least 1').max(10000, 'count may be at most 10000'),
+  failureLimit: z.int().min(0, 'failureLimit may not be negative'),
+  inconclusiveLimit: z.int().min(0, 'inconclusiveLimit may not be negative'),
+  consecutiveErrorLimit: z.int().min(0, 'consecutiveErrorLimit may not be negative'),
+};
+
+/** The fields of a check that may hold {{args.<name>}}, until the run starts. */
+export const ARG_FIELDS = [
+  'count',
+  'failureLimit',
+  'inconclusiveLimit',
+  'consecutiveErrorLimit',
+  'interval',
+  'initialDelay',
+] as const;
+export type ArgField = (typeof ARG_FIELDS)[number];
+
+const wholeOrArgs = (what: keyof typeof WHOLE) =>
+  z.union([WHOLE[what], z.string().max(256).regex(WHOLE_OR_ARGS, `${what} must be a whole number, ${ARGS_HINT}`)]);
+
+const duration = (what: string) => z.string().max(32).regex(DURATION_PATTERN, `${what} must be ${DURATION_HINT}`);
+const durationOrArgs = (what: string) =>
+  z.string().max(256).regex(DURATION_OR_ARGS, `${what} must be ${DURATION_HINT}, ${ARGS_HINT}`);
+
 type CheckShape = {
   interval?: string | undefined;
-  count?: number | undefined;
-  failureLimit: number;
-  inconclusiveLimit: number;
+  count?: number | string | undefined;
+  failureLimit: number | string;
+  inconclusiveLimit: number | string;
   successCondition?: string | undefined;
   failureCondition?: string | undefined;
   provider: { job?: unknown };
 };
 
+const whole = (v: unknown): v is number => typeof v === 'number';
+
 // Limits are defaulted before the API server runs CEL, so has() on them is always true.
+// A field still holding {{args.<name>}} is a string: its rules wait for the run's start.
 const checkRules: Rule<CheckShape>[] = [
   {
-    cel: '!has(self.count) || self.count <= 1 || has(self.interval)',
+    cel: '!has(self.count) || type(self.count) != int || self.count <= 1 || has(self.interval)',
     message: 'interval must be set when count is more than 1',
-    test: (c) => c.count === undefined || c.count <= 1 || c.interval !== undefined,
+    test: (c) => !whole(c.count) || c.count <= 1 || c.interval !== undefined,
   },
   {
     cel: '!has(self.interval) || has(self.count)',
@@ -247,9 +285,15 @@ const checkRules: Rule<CheckShape>[] = [
     test: (c) => c.interval === undefined || c.count !== undefined,
   },
   {
-    cel: '!has(self.count) || (self.count >= self.failureLimit && self.count >= self.inconclusiveLimit)',
+    cel:
+      '!has(self.count) || type(self.count) != int || ' +
+      '((type(self.failureLimit) != int || self.count >= self.failureLimit) && ' +
+      '(type(self.inconclusiveLimit) != int || self.count >= self.inconclusiveLimit))',
     message: 'count must be at least failureLimit and inconclusiveLimit',
-    test: (c) => c.count === undefined || (c.count >= c.failureLimit && c.count >= c.inconclusiveLimit),
+    test: (c) =>
+      !whole(c.count) ||
+      ((!whole(c.failureLimit) || c.count >= c.failureLimit) &&
+        (!whole(c.inconclusiveLimit) || c.count >= c.inconclusiveLimit)),
   },
   {
     cel: '!has(self.provider.job) || (!has(self.successCondition) && !has(self.failureCondition))',
@@ -269,50 +313,60 @@ const condition = (which: string) =>
       `An expression over \`result\`, the measured value, such as result[0] < 0.05 (see ${which === 'success' ? 'failureCondition' : 'successCondition'}). It shows in status and events, so it may not use an argument from a Secret.`,
     );
 
+const ARGS_NOTE = ' May hold {{args.<name>}} (as in Argo Rollouts), replaced when the run starts.';
+
+const CheckFields = z.strictObject({
+  name: name63('name').describe('Unique within the run; names its Jobs and its result in status.'),
+  interval: durationOrArgs('interval')
+    .optional()
+    .describe(`Time between measurements, from the end of one to the start of the next. Needs count.${ARGS_NOTE}`),
+  count: wholeOrArgs('count')
+    .optional()
+    .describe(
+      `Measurements to take (Errors not counted), 1 to 10000. Default: 1 when interval is unset; required with interval (Argo Rollouts would measure forever).${ARGS_NOTE}`,
+    ),
+  initialDelay: durationOrArgs('initialDelay')
+    .optional()
+    .describe(`Wait this long after the run starts before the first measurement. Default: none.${ARGS_NOTE}`),
+  failureLimit: wholeOrArgs('failureLimit')
+    .default(0)
+    .describe(`Failed measurements allowed; one more fails the check and aborts the release. Default: 0.${ARGS_NOTE}`),
+  inconclusiveLimit: wholeOrArgs('inconclusiveLimit')
+    .default(0)
+    .describe(
+      `Inconclusive measurements allowed; one more makes the check Inconclusive, which pauses. Default: 0.${ARGS_NOTE}`,
+    ),
+  consecutiveErrorLimit: wholeOrArgs('consecutiveErrorLimit')
+    .default(4)
+    .describe(
+      `Errors in a row allowed (an Error is retried after 10s); one more makes the check Error, which aborts. Default: 4.${ARGS_NOTE}`,
+    ),
+  successCondition: condition('success').describe(
+    'A measurement is Successful when this holds. Without failureCondition, it is Failed otherwise. Unset with failureCondition unset: every value passes.',
+  ),
+  failureCondition: condition('failure').describe(
+    'A measurement is Failed when this holds. With successCondition too, a value that meets neither is Inconclusive.',
+  ),
+  provider: ProviderSchema,
+});
+
+/** A check as written in a template or an App: Argo Rollouts' Metric. */
+export const CheckSpecSchema = withRules(CheckFields, checkRules).describe(
+  "A check, Argo Rollouts' Metric: measurements taken from one provider and judged against limits.",
+);
+
+/** A check once its run has started: its count and limits are numbers and its durations durations. */
 export const CheckSchema = withRules(
-  z.strictObject({
-    name: name63('name').describe('Unique within the run; names its Jobs and its result in status.'),
-    interval: duration('interval')
-      .optional()
-      .describe('Time between measurements, from the end of one to the start of the next. Needs count.'),
-    count: z
-      .int()
-      .min(1)
-      .max(10000)
-      .optional()
-      .describe(
-        'Measurements to take (Errors not counted). Default: 1 when interval is unset; required with interval (Argo Rollouts would measure forever).',
-      ),
-    initialDelay: duration('initialDelay')
-      .optional()
-      .describe('Wait this long after the run starts before the first measurement. Default: none.'),
-    failureLimit: z
-      .int()
-      .min(0)
-      .default(0)
-      .describe('Failed measurements allowed; one more fails the check and aborts the release. Default: 0.'),
-    inconclusiveLimit: z
-      .int()
-      .min(0)
-      .default(0)
-      .describe('Inconclusive measurements allowed; one more makes the check Inconclusive, which pauses. Default: 0.'),
-    consecutiveErrorLimit: z
-      .int()
-      .min(0)
-      .default(4)
-      .describe(
-        'Errors in a row allowed (an Error is retried after 10s); one more makes the check Error, which aborts. Default: 4.',
-      ),
-    successCondition: condition('success').describe(
-      'A measurement is Successful when this holds. Without failureCondition, it is Failed otherwise. Unset with failureCondition unset: every value passes.',
-    ),
-    failureCondition: condition('failure').describe(
-      'A measurement is Failed when this holds. With successCondition too, a value that meets neither is Inconclusive.',
-    ),
-    provider: ProviderSchema,
+  CheckFields.extend({
+    interval: duration('interval').optional(),
+    count: WHOLE.count.optional(),
+    initialDelay: duration('initialDelay').optional(),
+    failureLimit: WHOLE.failureLimit.default(0),
+    inconclusiveLimit: WHOLE.inconclusiveLimit.default(0),
+    consecutiveErrorLimit: WHOLE.consecutiveErrorLimit.default(4),
   }),
   checkRules,
-).describe("A check, Argo Rollouts' Metric: measurements taken from one provider and judged against limits.");
+);
 
 // The API server refuses duplicates itself (a list-map keyed by name); this says it for zod.
 const uniqueNames = (what: string) => (items: { name: string }[], ctx: z.RefinementCtx) => {
@@ -334,7 +388,7 @@ const listMap = (key: string) => ({ 'x-kubernetes-list-type': 'map', 'x-kubernet
 
 const checks = (min: number) =>
   z
-    .array(CheckSchema)
+    .array(CheckSpecSchema)
     .min(min)
     .max(MAX_CHECKS)
     .superRefine(uniqueNames('metric'))
@@ -473,8 +527,11 @@ export const AnalysisRunStatusSchema = z
   })
   .describe('One run of the checks, with every measurement durable: a restart resumes it.');
 
+/** A check with its run started (what the run planner and the providers read). */
 export type Check = z.output<typeof CheckSchema>;
-export type CheckInput = z.input<typeof CheckSchema>;
+/** A check as a template or an App gives it. */
+export type CheckSpec = z.output<typeof CheckSpecSchema>;
+export type CheckInput = z.input<typeof CheckSpecSchema>;
 export type TemplateArgument = z.output<typeof TemplateArgumentSchema>;
 export type AppArgument = z.output<typeof AppArgumentSchema>;
 export type SecretKeyRef = z.output<typeof SecretKeyRefSchema>;

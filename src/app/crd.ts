@@ -53,7 +53,7 @@ export function toStructural(node: JsonSchema, inBranch = false): JsonSchema {
     if (types.length === 2 && types.includes('integer') && types.includes('string')) {
       const rest = { ...node };
       delete rest.anyOf;
-      return { ...toStructural(rest, inBranch), 'x-kubernetes-int-or-string': true };
+      return { ...toStructural(rest, inBranch), ...intOrStringBounds(anyOf), 'x-kubernetes-int-or-string': true };
     }
     throw new Error(`unsupported union in CRD schema: ${JSON.stringify(anyOf)}`);
   }
@@ -84,6 +84,30 @@ export function toStructural(node: JsonSchema, inBranch = false): JsonSchema {
   if (inBranch) {
     delete out.type;
     delete out.default;
+  }
+  return out;
+}
+
+// Keywords that the API server applies to one JSON type only, and passes for the others.
+const ONE_TYPE_KEYWORDS: Readonly<Record<string, readonly string[]>> = {
+  integer: ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'],
+  string: ['minLength', 'maxLength', 'pattern'],
+};
+
+/**
+ * The bounds of an int-or-string's two branches, on the field itself: a
+ * structural schema may not give its branches a type, but a minimum checks
+ * only integers and a pattern only strings, so together they say the same.
+ */
+function intOrStringBounds(branches: unknown[]): JsonSchema {
+  const out: JsonSchema = {};
+  for (const branch of branches.filter(isSchema)) {
+    const { type, ...bounds } = toStructural(branch);
+    const allowed = ONE_TYPE_KEYWORDS[String(type)] ?? [];
+    for (const [key, value] of Object.entries(bounds)) {
+      if (!allowed.includes(key)) throw new Error(`unsupported keyword ${key} in an int-or-string branch`);
+      out[key] = value;
+    }
   }
   return out;
 }

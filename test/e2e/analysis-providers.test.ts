@@ -11,6 +11,7 @@ import { MASK } from '../../src/app/mask.ts';
 import { type AppInput, GROUP, PLURAL, VERSION } from '../../src/app/schema.ts';
 import { type Prometheus, startPrometheus } from '../cluster/prometheus.ts';
 import { e2eApp } from '../fixtures/apps.ts';
+import { ARGO_ROLLOUT_ARGS, ARGO_SECRET_TEMPLATE, argoSecretWithArgs } from '../fixtures/argo-templates.ts';
 import { activeRevision, appSteps, checkServers, conditionOf, webCheck } from '../support/analysis.ts';
 import { createApp, phase, replicaSetsOf, type StoredApp, waitForApp, watchActiveServices } from '../support/apps.ts';
 import { type Exporter, startExporter } from '../support/exporter.ts';
@@ -436,6 +437,60 @@ describe('templates', () => {
     await newImage('tpl-late', '2');
     await waitForApp(ns, 'tpl-late', 'revision 2 active', activeRevision(2));
     expect(server.requests.map((r) => r.url)).toEqual(['/health/gamma?app=tpl-late']);
+  });
+});
+
+describe("Argo Rollouts' templates", () => {
+  /** The Rollout's arguments for Argo's rollout-secret-withArgs template, with these changed. */
+  const rolloutArgs = (over: Record<string, string> = {}) =>
+    Object.entries({ ...ARGO_ROLLOUT_ARGS, ...over }).map(([name, value]) => ({ name, value }));
+  const byArgoTemplate = (over: Record<string, string> = {}): AnalysisInput => ({
+    templates: [{ templateName: ARGO_SECRET_TEMPLATE }],
+    args: rolloutArgs(over),
+  });
+
+  beforeAll(async () => {
+    // Two answers that fail the condition, then ones that pass: within the failureLimit the Rollout gives.
+    const server = await serve(({ n }) => ({ status: 200, body: { message: n <= 2 ? 'Not yet' : 'It worked!' } }));
+    await core.createNamespacedSecret({
+      namespace: ns,
+      body: { metadata: { name: 'example-secret' }, stringData: { secretUrl: `${server.url}/example.json` } },
+    });
+    await createTemplate(ARGO_SECRET_TEMPLATE, argoSecretWithArgs());
+  });
+
+  it("rollout-secret-withArgs, only its apiVersion changed: count, initialDelay, interval and failureLimit come from the App's arguments", async () => {
+    await released(gated('argo-args', byArgoTemplate()));
+    await newImage('argo-args', '2');
+    const done = await waitForApp(ns, 'argo-args', 'revision 2 active', activeRevision(2));
+    const run = done.status?.prePromotionAnalysis;
+    const check = run?.checks[0];
+    // analysis-runs: 3 measurements, judged by the condition the success-condition argument gave;
+    // failure-limit: 2 failed ones allowed.
+    expect(check).toMatchObject({ name: 'webmetric', phase: 'Successful', count: 3, successful: 1, failed: 2 });
+    expect(check?.measurements.map((m) => m.phase)).toEqual(['Failed', 'Failed', 'Successful']);
+    expect(check?.message).toContain('count (3) reached');
+    const [first, ...rest] = check?.measurements ?? [];
+    // analysis-interval (5s) is the initialDelay, and the interval from the end of one to the start of the next.
+    const ms = (t: string | undefined) => Date.parse(t ?? '');
+    expect(ms(first?.startedAt) - ms(run?.startedAt)).toBeGreaterThanOrEqual(5_000);
+    rest.forEach((m, i) => {
+      expect(ms(m.startedAt) - ms(check?.measurements[i]?.finishedAt)).toBeGreaterThanOrEqual(5_000);
+    });
+  });
+
+  it('an argument that makes count no number is InvalidSpec naming the check, the field and the argument', async () => {
+    await createApp(ns, gated('argo-bad-args', byArgoTemplate({ 'analysis-runs': 'ten' })));
+    const invalid = await waitForApp(
+      ns,
+      'argo-bad-args',
+      'InvalidSpec',
+      (a) => phase('Degraded')(a) && conditionOf(a, 'InvalidSpec')?.status === 'True',
+    );
+    expect(conditionOf(invalid, 'InvalidSpec')?.message).toBe(
+      'spec.strategy.blueGreen.prePromotionAnalysis.metrics "webmetric".count: must be a whole number ({{args.analysis-runs}} gave "ten")',
+    );
+    expect(await replicaSetsOf(ns, 'argo-bad-args')).toEqual([]);
   });
 });
 

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEMPLATE_KIND, TEMPLATE_PLURAL } from '../../src/analysis/schema.ts';
 import { GROUP, PLURAL, VERSION } from '../../src/app/schema.ts';
 import { e2eApp } from '../fixtures/apps.ts';
+import { ARGO_SECRET_TEMPLATE, argoSecretWithArgs } from '../fixtures/argo-templates.ts';
 import { canI, clients, createNamespace, kubectl, waitFor } from '../support/kube.ts';
 
 const { ext, custom, rbac } = clients();
@@ -109,6 +110,35 @@ describe('the AnalysisTemplate CRD on the API server', () => {
     expect(prometheus?.provider.prometheus).toMatchObject({ timeout: 30 });
   });
 
+  // Argo's count and limits are IntOrStrings and its durations strings: a template may leave them to arguments.
+  it("stores Argo's rollout-secret-withArgs template as Argo writes it but for its apiVersion", async () => {
+    const { args, metrics } = argoSecretWithArgs();
+    const stored = (await createTemplate(template(ARGO_SECRET_TEMPLATE, metrics, args))) as {
+      spec: { metrics: Record<string, unknown>[] };
+    };
+    expect(stored.spec.metrics[0]).toMatchObject({
+      count: '{{args.analysis-runs}}',
+      interval: '{{args.analysis-interval}}',
+      initialDelay: '{{args.analysis-interval}}',
+      failureLimit: '{{args.failure-limit}}',
+      inconclusiveLimit: 0,
+      consecutiveErrorLimit: 4,
+      provider: { web: { url: '{{args.secret-url}}' } },
+    });
+  });
+
+  it('stores a check whose limits are arguments beside numbers, and digits as text, as Argo does', async () => {
+    const check = webMetric('mixed', {
+      interval: '{{args.every}}',
+      count: '{{args.runs}}',
+      failureLimit: 3,
+      inconclusiveLimit: '1',
+      consecutiveErrorLimit: '{{ args.errors }}',
+    });
+    const stored = (await createTemplate(template('mixed', [check]))) as { spec: { metrics: unknown[] } };
+    expect(stored.spec.metrics[0]).toMatchObject({ failureLimit: 3, inconclusiveLimit: '1' });
+  });
+
   it.each<{ title: string; metrics: unknown[]; field: string; message: RegExp }>([
     {
       title: 'a check with two providers',
@@ -132,6 +162,36 @@ describe('the AnalysisTemplate CRD on the API server', () => {
       metrics: [{ name: 'smoke', successCondition: 'result == true', provider: jobProvider }],
       field: 'spec.metrics[0]',
       message: /successCondition and failureCondition are for web and prometheus/,
+    },
+    {
+      title: 'a built-in placeholder in count (arguments only)',
+      metrics: [webMetric('builtin', { count: '{{preview.revision}}', interval: '1m' })],
+      field: 'spec.metrics[0].count',
+      message: /should match/,
+    },
+    {
+      title: 'a count of 0',
+      metrics: [webMetric('none', { count: 0 })],
+      field: 'spec.metrics[0].count',
+      message: /should be greater than or equal to 1/,
+    },
+    {
+      title: 'a word as failureLimit',
+      metrics: [webMetric('word', { failureLimit: 'two' })],
+      field: 'spec.metrics[0].failureLimit',
+      message: /should match/,
+    },
+    {
+      title: 'an interval that is neither a duration nor holds an argument',
+      metrics: [webMetric('soon', { interval: 'soon', count: 2 })],
+      field: 'spec.metrics[0].interval',
+      message: /should match/,
+    },
+    {
+      title: 'a count below failureLimit, both numbers',
+      metrics: [webMetric('below', { interval: '10s', count: 2, failureLimit: 3 })],
+      field: 'spec.metrics[0]',
+      message: /count must be at least failureLimit and inconclusiveLimit/,
     },
     {
       title: 'two checks of one name',

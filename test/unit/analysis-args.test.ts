@@ -19,6 +19,7 @@ import {
   CheckSchema,
 } from '../../src/analysis/schema.ts';
 import { MASK } from '../../src/app/mask.ts';
+import { ARGO_ROLLOUT_ARGS, ARGO_SECRET_TEMPLATE, argoSecretWithArgs } from '../fixtures/argo-templates.ts';
 
 const builtins: Builtins = {
   appName: 'weather',
@@ -331,3 +332,102 @@ describe('assembleRun', () => {
     });
   });
 });
+
+// Argo Rollouts' test/e2e/functional/rollout-secret-withArgs.yaml: its template leaves count,
+// interval, initialDelay and failureLimit to arguments, which the Rollout gives.
+describe('assembleRun: arguments in count, limits and durations (Argo: IntOrString and duration strings)', () => {
+  const argoTemplate = AnalysisTemplateSpecSchema.parse(argoSecretWithArgs());
+  const run = (args: Record<string, string>, templateArgs: Record<string, unknown>[] = []) =>
+    assembleRun(
+      AnalysisSchema.parse({
+        templates: [{ templateName: ARGO_SECRET_TEMPLATE }],
+        args: [...Object.entries(args).map(([name, value]) => ({ name, value })), ...templateArgs],
+      }),
+      new Map([[ARGO_SECRET_TEMPLATE, argoTemplate]]),
+    );
+  const errorsOfRun = (args: Record<string, string>) => {
+    const out = run(args);
+    return out.ok ? [] : out.errors;
+  };
+
+  it("takes the Rollout's values: the run's check has numbers and durations", () => {
+    const out = run(ARGO_ROLLOUT_ARGS);
+    if (!out.ok) throw new Error(out.errors.join('\n'));
+    expect(out.checks[0]).toMatchObject({
+      count: 3,
+      interval: '5s',
+      initialDelay: '5s',
+      failureLimit: 2,
+      inconclusiveLimit: 0,
+      consecutiveErrorLimit: 4,
+      // Conditions and the provider keep theirs for each measurement (resolveCheck).
+      successCondition: 'result == "{{args.success-condition}}"',
+      provider: { web: { url: '{{args.secret-url}}' } },
+    });
+  });
+
+  it("takes the template's defaults where the App gives none, and digits as text as Argo does", () => {
+    const { 'analysis-runs': _, 'analysis-interval': __, ...rest } = ARGO_ROLLOUT_ARGS;
+    const out = run(rest);
+    if (!out.ok) throw new Error(out.errors.join('\n'));
+    expect(out.checks[0]).toMatchObject({ count: 10, interval: '100s', initialDelay: '100s', failureLimit: 2 });
+    const inline = assembleRun(
+      AnalysisSchema.parse({ metrics: [{ ...webCheckInput('digits'), count: '2', interval: '1m' }] }),
+      new Map(),
+    );
+    expect(inline.ok && inline.checks[0]?.count).toBe(2);
+  });
+
+  it.each<[string, Record<string, string>, ...string[]]>([
+    [
+      'a count that is no number',
+      { 'analysis-runs': 'ten' },
+      'metrics "webmetric".count: must be a whole number ({{args.analysis-runs}} gave "ten")',
+    ],
+    [
+      'a count of 0',
+      { 'analysis-runs': '0', 'failure-limit': '0' },
+      'metrics "webmetric".count: count must be at least 1 ({{args.analysis-runs}} gave "0")',
+    ],
+    [
+      'a negative failureLimit',
+      { 'failure-limit': '-1' },
+      'metrics "webmetric".failureLimit: must be a whole number ({{args.failure-limit}} gave "-1")',
+    ],
+    [
+      'an interval that is no duration',
+      { 'analysis-interval': '5 minutes' },
+      'metrics "webmetric".interval: interval must be a duration such as 90s, 15m or 1h30m ({{args.analysis-interval}} gave "5 minutes")',
+      'metrics "webmetric".initialDelay: initialDelay must be a duration such as 90s, 15m or 1h30m ({{args.analysis-interval}} gave "5 minutes")',
+    ],
+    [
+      'a failureLimit above count',
+      { 'failure-limit': '4' },
+      'metrics "webmetric": count must be at least failureLimit and inconclusiveLimit (count: {{args.analysis-runs}} gave "3"; failureLimit: {{args.failure-limit}} gave "4")',
+    ],
+  ])('refuses %s, naming the check, the field and the argument', (_, over, ...messages) => {
+    expect(errorsOfRun({ ...ARGO_ROLLOUT_ARGS, ...over })).toEqual(messages);
+  });
+
+  it('refuses an argument from a Secret in a count: it shows in status and events', () => {
+    const { 'analysis-runs': _, ...rest } = ARGO_ROLLOUT_ARGS;
+    const out = run(rest, [{ name: 'analysis-runs', valueFrom: { secretKeyRef: { name: 'runs', key: 'n' } } }]);
+    expect(out.ok ? [] : out.errors).toEqual([
+      'metrics "webmetric".count: {{args.analysis-runs}} comes from a Secret and count shows in status and events',
+    ]);
+  });
+
+  it('refuses an argument nobody declares or gives', () => {
+    const inline = assembleRun(
+      AnalysisSchema.parse({ metrics: [{ ...webCheckInput('unknown'), count: '{{args.runs}}', interval: '1m' }] }),
+      new Map(),
+    );
+    expect(inline.ok ? [] : inline.errors).toEqual([
+      'metrics "unknown".count: {{args.runs}} names no argument: declare it in the template\'s args or give it in the App\'s args',
+    ]);
+  });
+});
+
+function webCheckInput(name: string): CheckInput {
+  return { name, provider: { web: { url: 'http://127.0.0.1:8080/healthz' } } };
+}

@@ -6,7 +6,13 @@
 import { describe, expect, it } from 'vitest';
 import { analysisJobName } from '../../src/analysis/job.ts';
 import { RESULT_GRACE_MS } from '../../src/analysis/run.ts';
-import { type AnalysisInput, AnalysisSchema, type CheckInput, CheckSchema } from '../../src/analysis/schema.ts';
+import {
+  type AnalysisInput,
+  AnalysisSchema,
+  AnalysisTemplateSpecSchema,
+  type CheckInput,
+  CheckSchema,
+} from '../../src/analysis/schema.ts';
 import type { AppInput } from '../../src/app/schema.ts';
 import type { RolloutAction } from '../../src/rollout/cluster-actions.ts';
 import { intent, makeApp, World } from '../support/planner-world.ts';
@@ -713,5 +719,64 @@ describe('templates', () => {
     expect(w.condition('InvalidSpec')).toMatchObject({ status: 'False' });
     previewed(w);
     expect(w.status.prePromotionAnalysis?.checks.map((c) => c.name)).toEqual(['from-template']);
+  });
+
+  // As Argo's rollout-secret-withArgs.yaml: a template leaves count and interval to the App's arguments.
+  const argsTemplate = () =>
+    AnalysisTemplateSpecSchema.parse({
+      args: [{ name: 'runs' }, { name: 'every', value: '30s' }],
+      metrics: [webCheck('smoke', { count: '{{args.runs}}', interval: '{{args.every}}' })],
+    });
+  /** Revision 1 released, its App naming the template with `runs`. */
+  const releasedWithArgs = (runs: string): World => {
+    const w = new World(
+      makeApp((a) => {
+        a.spec.strategy = {
+          blueGreen: {
+            autoPromotionEnabled: false,
+            previewReplicaCount: 1,
+            prePromotionAnalysis: {
+              templates: [{ templateName: 'smoke-test' }],
+              args: [{ name: 'runs', value: runs }],
+            },
+          },
+        };
+      }),
+    );
+    w.templates.set('smoke-test', argsTemplate());
+    w.converge();
+    return w;
+  };
+
+  it("a template's count and interval from the App's arguments: the run takes that many, that far apart", () => {
+    const w = releasedWithArgs('2');
+    previewed(w);
+    w.advance(S);
+    w.answerAll({ phase: 'Successful', value: '{"ok":true}' });
+    w.reconcile();
+    expect(w.status.prePromotionAnalysis?.phase).toBe('Running');
+    expect(w.requeue).toBe(30 * S + 1);
+    w.advance(30 * S);
+    w.reconcile();
+    expect(w.measured.map((m) => m.n)).toEqual([2]);
+    w.advance(S);
+    w.answerAll({ phase: 'Successful', value: '{"ok":true}' });
+    w.reconcile();
+    expect(w.status.prePromotionAnalysis).toMatchObject({ phase: 'Successful' });
+  });
+
+  it('an argument that gives no number is an invalid spec naming the check, the field and the argument', () => {
+    const w = new World(makeApp((a) => Object.assign(a.spec.strategy?.blueGreen ?? {}, byTemplate)));
+    w.edit((spec) => {
+      Object.assign(spec.strategy.blueGreen.prePromotionAnalysis ?? {}, { args: [{ name: 'runs', value: 'two' }] });
+    });
+    w.templates.set('smoke-test', argsTemplate());
+    w.reconcile();
+    expect(w.last).toEqual([]);
+    expect(w.status.phase).toBe('Degraded');
+    expect(w.condition('InvalidSpec')).toMatchObject({ status: 'True', reason: 'InvalidSpec' });
+    expect(w.condition('InvalidSpec')?.message).toBe(
+      'spec.strategy.blueGreen.prePromotionAnalysis.metrics "smoke".count: must be a whole number ({{args.runs}} gave "two")',
+    );
   });
 });

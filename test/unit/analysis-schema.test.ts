@@ -4,6 +4,7 @@ import { AnalysisRunStatusSchema, AnalysisSchema, CheckSchema } from '../../src/
 import { validateTemplate } from '../../src/analysis/validate.ts';
 import { schemaOf } from '../../src/app/crd.ts';
 import { formatIssues } from '../../src/app/validate.ts';
+import { argoSecretWithArgs } from '../fixtures/argo-templates.ts';
 
 const webMetric = (over: Record<string, unknown> = {}) => ({
   name: 'http-ok',
@@ -69,6 +70,24 @@ describe('the check schema: defaults as Argo Rollouts has them', () => {
       ]),
     );
     expect(errors).toEqual([]);
+  });
+
+  // argoproj/argo-rollouts test/e2e/functional/rollout-secret-withArgs.yaml, its apiVersion changed:
+  // Argo's count and limits are IntOrStrings, its durations strings, and its URL may come whole from a Secret.
+  it("accepts Argo's rollout-secret-withArgs template: {{args}} in count, interval, initialDelay, failureLimit and url", () => {
+    const { args, metrics } = argoSecretWithArgs();
+    const argo = template(
+      [
+        ...metrics,
+        {
+          ...webMetric({ name: 'limits' }),
+          inconclusiveLimit: '{{ args.inconclusive-limit }}',
+          consecutiveErrorLimit: '2',
+        },
+      ],
+      args,
+    );
+    expect(errorsOf(argo)).toEqual([]);
   });
 });
 
@@ -151,6 +170,21 @@ describe('AnalysisTemplate refusals name the field', () => {
       'a prometheus address that is no URL',
       template([{ name: 'p', provider: { prometheus: { address: 'prometheus:9090', query: 'up' } } }]),
       'spec.metrics[0].provider.prometheus.address: prometheus.address must start with http:// or https://',
+    ],
+    [
+      'a built-in placeholder in count (only arguments, resolved when the run starts)',
+      template([webMetric({ count: '{{preview.revision}}', interval: '1m' })]),
+      'spec.metrics[0].count: count must be a whole number, or hold {{args.<name>}}',
+    ],
+    [
+      'a word in failureLimit',
+      template([webMetric({ failureLimit: 'two' })]),
+      'spec.metrics[0].failureLimit: failureLimit must be a whole number, or hold {{args.<name>}}',
+    ],
+    [
+      'an initialDelay that is neither a duration nor holds an argument',
+      template([webMetric({ initialDelay: 'soon' })]),
+      'spec.metrics[0].initialDelay: initialDelay must be a duration such as 90s, 15m or 1h30m, or hold {{args.<name>}}',
     ],
     [
       'an env var with both value and valueFrom',
