@@ -28,10 +28,12 @@ const { loadKubeConfig } = await import('./kube/client.ts');
 const { EventRecorder } = await import('./controller/events.ts');
 const { defaultIdentity, LeaderElector } = await import('./kube/leader-election.ts');
 const { ShardElection } = await import('./kube/shard-election.ts');
+type ShardElectionOptions = import('./kube/shard-election.ts').ShardElectionOptions;
 const { shardOf } = await import('./kube/shards.ts');
 const { Gauge } = await import('prom-client');
 // Instance types of the classes loaded above, for the steps below.
 type AppController = InstanceType<typeof AppController>;
+type ShardElection = InstanceType<typeof ShardElection>;
 type Metrics = InstanceType<typeof Metrics>;
 
 /** What the wiring steps share. */
@@ -57,6 +59,8 @@ async function main(config: Config): Promise<void> {
   const fence = new AbortController();
   const kubeConfig = loadKubeConfig(config.kubeconfig, { timeoutMs: config.requestTimeoutMs, fence: fence.signal });
   const p: Wiring = { config, log, identity, kubeConfig, metrics: new Metrics() };
+  // Sharded: what /readyz says of the shards (built with the election, when the manager starts).
+  let shards: ShardElection | undefined;
   const manager = new Manager({
     logger: log.child({ identity }),
     gracefulShutdownTimeoutMs: config.gracefulShutdownTimeoutMs,
@@ -64,8 +68,11 @@ async function main(config: Config): Promise<void> {
     exit: (code) => process.exit(code),
     ...(config.leaderElect
       ? {
-          election: (callbacks: LeadershipCallbacks) =>
-            config.shards > 1 ? shardElection(p, callbacks, apps) : elector(p, callbacks),
+          election: (callbacks: LeadershipCallbacks) => {
+            if (config.shards <= 1) return elector(p, callbacks);
+            shards = shardElection(p, callbacks, apps);
+            return shards;
+          },
         }
       : {}),
   });
@@ -76,7 +83,7 @@ async function main(config: Config): Promise<void> {
   // have synced nothing listens, which the liveness probe's three 20 s periods leave room for.
   // Their lists go out now, while the HTTP server's modules load and its plugins register.
   manager.add(cachesRunnable(p, apps));
-  manager.add(await httpServer(p, apps, manager));
+  manager.add(await httpServer(p, apps, manager, () => (shards ? shardsDetail(shards) : {})));
   // The poller resolves only what reconciles follow: it stops after the controller has drained.
   manager.add({ name: 'git sources', start: () => {}, stop: () => sources.stop() }, { leaderOnly: true });
   manager.add(
@@ -127,7 +134,12 @@ function makeController(p: Wiring, canWrite: (appKey: string) => boolean, owns?:
 }
 
 /** The HTTP server every replica runs: health and metrics, the API and webhooks; it listens once started. */
-async function httpServer(p: Wiring, apps: AppController, manager: Manager): Promise<Runnable> {
+async function httpServer(
+  p: Wiring,
+  apps: AppController,
+  manager: Manager,
+  readyDetails: () => Record<string, unknown>,
+): Promise<Runnable> {
   const { config, log, kubeConfig, metrics } = p;
   // Loaded here, after the caches' lists went out: their evaluation overlaps the API server's work.
   const { default: Fastify } = await import('fastify');
@@ -147,6 +159,7 @@ async function httpServer(p: Wiring, apps: AppController, manager: Manager): Pro
   await server.register(healthPlugin, {
     isReady,
     isLeader: () => manager.isLeader(),
+    details: readyDetails,
     metrics: metrics.registry,
     beforeScrape: () => apps.refreshGauges(),
   });
@@ -249,5 +262,42 @@ function shardElection(p: Wiring, callbacks: LeadershipCallbacks, apps: AppContr
     drain: (shard) => apps.drain(inShard(shard)),
     onShardLeadership: (lease, leading) => metrics.leader.set({ name: lease }, leading ? 1 : 0),
     onOwnedChange: (n) => owned.set(n),
+    onStranded: strandedReporter(p),
   });
+}
+
+/**
+ * A shard held by no live member: the gauge teal_shard_stranded per shard
+ * and holder, and a Warning Event on its Lease, where `kubectl describe
+ * lease` and the namespace's events show it (docs/sharding.md).
+ */
+function strandedReporter(p: Wiring): NonNullable<ShardElectionOptions['onStranded']> {
+  const { config, metrics, identity, kubeConfig, log } = p;
+  const gauge = new Gauge({
+    name: 'teal_shard_stranded',
+    help: 'Shards whose Lease is held by no live member of the election (1 per shard and holder): their Apps are not reconciled.',
+    labelNames: ['shard', 'holder'],
+    registers: [metrics.registry],
+  });
+  const recorder = new EventRecorder(kubeConfig, identity, log);
+  return (stranded, fresh) => {
+    gauge.reset();
+    for (const s of stranded) gauge.set({ shard: String(s.shard), holder: s.holder }, 1);
+    for (const s of fresh) {
+      const target = {
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        namespace: config.leaderElectionNamespace,
+        name: s.lease,
+        ...(s.uid ? { uid: s.uid } : {}),
+      };
+      const message = `shard ${s.shard} is held by ${s.holder}, which is no live member of the election: its Apps are not reconciled until this Lease expires or is deleted`;
+      void recorder.record(target, 'Warning', 'ShardStranded', message);
+    }
+  };
+}
+
+/** /readyz's word on the shards: those held, and those held by no live member. */
+function shardsDetail(shards: ShardElection): Record<string, unknown> {
+  return { shards: { owned: shards.owned().sort((a, b) => a - b), stranded: shards.stranded() } };
 }

@@ -14,6 +14,8 @@ export interface HealthOptions {
   isReady: () => boolean;
   /** Said in /readyz's body; true without leader election. */
   isLeader: () => boolean;
+  /** More for /readyz's body, such as the shards held by no live member (docs/sharding.md); never its status. */
+  details?: () => Record<string, unknown>;
   metrics: MetricsSource;
   /** Sets the gauges read at scrape time, just before each scrape. */
   beforeScrape?: () => void;
@@ -23,7 +25,9 @@ export const healthPlugin: FastifyPluginAsync<HealthOptions> = async (server, op
   server.get('/healthz', async () => ({ status: 'ok' }));
   server.get('/readyz', async (_req, reply) => {
     const ready = opts.isReady();
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', leader: opts.isLeader() });
+    return reply
+      .code(ready ? 200 : 503)
+      .send({ status: ready ? 'ready' : 'not ready', leader: opts.isLeader(), ...opts.details?.() });
   });
   server.get('/metrics', async (_req, reply) => {
     opts.beforeScrape?.();

@@ -7,6 +7,9 @@ import { API_VERSION, KIND } from '../app/schema.ts';
 import { errorMessage } from '../kube/errors.ts';
 
 export interface EventTarget {
+  /** The App's, unless said otherwise (a shard Lease's, say). */
+  apiVersion?: string;
+  kind?: string;
   name: string;
   namespace: string;
   uid?: string;
@@ -35,8 +38,8 @@ export class EventRecorder {
             namespace: target.namespace,
           },
           involvedObject: {
-            apiVersion: API_VERSION,
-            kind: KIND,
+            apiVersion: target.apiVersion ?? API_VERSION,
+            kind: target.kind ?? KIND,
             name: target.name,
             namespace: target.namespace,
             ...(target.uid ? { uid: target.uid } : {}),

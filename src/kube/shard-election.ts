@@ -24,8 +24,10 @@ import {
   LABEL_SHARDS,
   memberLeaseName,
   type ShardView,
+  type StrandedShard,
   shardLeaseName,
   shardOf,
+  strandedShards,
 } from './shards.ts';
 
 export interface ShardElectionOptions {
@@ -51,6 +53,12 @@ export interface ShardElectionOptions {
   onShardLeadership?: (lease: string, leading: boolean) => void;
   /** For teal_shards_owned. */
   onOwnedChange?: (owned: number) => void;
+  /**
+   * The shards held by no live member, on every tick they change: all of
+   * them, and those new since the last (for teal_shard_stranded and a
+   * Warning Event on the Lease, whose uid is given).
+   */
+  onStranded?: (stranded: readonly StrandedShard[], fresh: readonly (StrandedShard & { uid?: string })[]) => void;
 }
 
 /**
@@ -72,6 +80,7 @@ interface Seen {
 }
 
 const now = (): number => performance.now();
+const strandedKey = (s: StrandedShard): string => `${s.shard}\n${s.holder}`;
 
 /** The Lease as seen at `at`: the time of the earlier sighting is kept while its spec has not changed. */
 function observed(lease: k8s.V1Lease, at: number, before: Seen | undefined): Seen {
@@ -93,6 +102,10 @@ export class ShardElection {
   private unsharded?: Seen;
   /** Why acquiring waits, as last logged: said once, not on every tick. */
   private waitingFor = '';
+  /** The shards held by no live member, as last told. */
+  private strandedNow: StrandedShard[] = [];
+  /** Since when (monotonic) each shard and holder has been held by no live member. */
+  private strandedSince = new Map<string, number>();
 
   constructor(options: ShardElectionOptions) {
     this.o = options;
@@ -109,6 +122,11 @@ export class ShardElection {
   mayWrite(appKey: string): boolean {
     const slot = this.slots.get(shardOf(appKey, this.o.shards));
     return slot?.state === 'leading' && slot.elector.isLeader();
+  }
+
+  /** The shards a holder keeps that is no live member (strandedShards): /readyz names them. */
+  stranded(): readonly StrandedShard[] {
+    return this.strandedNow;
   }
 
   /** The shards this replica leads. */
@@ -166,6 +184,7 @@ export class ShardElection {
     this.unsharded = unsharded && observed(unsharded, at, this.unsharded);
     await this.renewMembership(signal);
     await this.collectDeadMembers(at, signal);
+    this.reportStranded(at);
     // The first tick only announces this replica: peers started with it get a tick to show up.
     if (this.ticks++ === 0 || signal.aborted) return;
     const moves = balance(this.view(at));
@@ -219,6 +238,71 @@ export class ShardElection {
       candidates: slots.filter((s) => s.state === 'candidate').map((s) => s.shard),
       free,
     };
+  }
+
+  /**
+   * The shards held by no live member for a lease duration at least: a
+   * replica that died leaves its member Lease expiring a moment before its
+   * shard Leases, which are then taken as usual, and that is no news.
+   */
+  private strandedFor(at: number): StrandedShard[] {
+    const holders = new Map<number, string>();
+    for (let shard = 0; shard < this.o.shards; shard++) {
+      const seen = this.seen.get(shardLeaseName(this.o.electionId, shard));
+      const holder = seen?.lease.spec?.holderIdentity ?? '';
+      if (seen && holder !== '' && this.valid(seen, at)) holders.set(shard, holder);
+    }
+    const held = strandedShards(this.o.electionId, holders, this.liveIdentities(at));
+    const since = new Map(held.map((s) => [strandedKey(s), this.strandedSince.get(strandedKey(s)) ?? at]));
+    this.strandedSince = since;
+    return held.filter((s) => at - (since.get(strandedKey(s)) ?? at) >= this.o.leaseDurationMs);
+  }
+
+  /**
+   * Says when a shard is stranded (strandedFor), and when that ends: its
+   * Apps wait, unreconciled, until its Lease expires or someone deletes it.
+   * A warning once per shard and holder, not on every tick.
+   */
+  private reportStranded(at: number): void {
+    const stranded = this.strandedFor(at);
+    const key = strandedKey;
+    const before = new Set(this.strandedNow.map(key));
+    const after = new Set(stranded.map(key));
+    const fresh = stranded.filter((s) => !before.has(key(s)));
+    for (const s of fresh) {
+      const spec = this.seen.get(s.lease)?.lease.spec;
+      this.o.logger.warn(
+        {
+          shard: s.shard,
+          lease: `${this.o.namespace}/${s.lease}`,
+          holder: s.holder,
+          leaseDurationSeconds: spec?.leaseDurationSeconds,
+        },
+        'a shard is held by no live member of the election: its Apps are not reconciled until its Lease expires or is deleted',
+      );
+    }
+    for (const s of this.strandedNow.filter((s) => !after.has(key(s)))) {
+      this.o.logger.info({ shard: s.shard, holder: s.holder }, 'a shard is no longer held by a stranger');
+    }
+    const changed = fresh.length > 0 || before.size !== after.size;
+    this.strandedNow = stranded;
+    if (!changed) return;
+    const withUid = fresh.map((s) => {
+      const uid = this.seen.get(s.lease)?.lease.metadata?.uid;
+      return uid ? { ...s, uid } : s;
+    });
+    this.o.onStranded?.(stranded, withUid);
+  }
+
+  /** The identities of the live members, of any --shards, this replica's own included. */
+  private liveIdentities(at: number): Set<string> {
+    const live = new Set([this.o.identity]);
+    for (const seen of this.seen.values()) {
+      const holder = seen.lease.spec?.holderIdentity;
+      const member = seen.lease.metadata?.labels?.[LABEL_LEASE_ROLE] === 'member';
+      if (member && holder && this.valid(seen, at)) live.add(holder);
+    }
+    return live;
   }
 
   /**

@@ -118,3 +118,35 @@ export function balance(view: ShardView): ShardMoves {
 function split<T>(items: readonly T[], n: number): [T[], T[]] {
   return [items.slice(0, n), items.slice(n)];
 }
+
+/** A shard whose Lease is validly held by an identity that is no live member: no replica reconciles its Apps. */
+export interface StrandedShard {
+  shard: number;
+  lease: string;
+  holder: string;
+}
+
+/** The longest holder identity repeated in logs, Events, metrics and /readyz: a Lease is anyone's to edit. */
+export const MAX_HOLDER_SHOWN = 128;
+
+/**
+ * The shards held (validly, by their own Leases' record and duration) by
+ * someone who is no live member of the election, of any --shards: a person's
+ * edit, or a process that is not a Teal replica of this election. Each replica
+ * leaves them alone until the Lease expires or is deleted (docs/sharding.md,
+ * "A shard held by a stranger"): only the Lease's own record fences its holder.
+ */
+export function strandedShards(
+  electionId: string,
+  holders: ReadonlyMap<number, string>,
+  liveMembers: ReadonlySet<string>,
+): StrandedShard[] {
+  return [...holders]
+    .filter(([, holder]) => holder !== '' && !liveMembers.has(holder))
+    .sort(([a], [b]) => a - b)
+    .map(([shard, holder]) => ({
+      shard,
+      lease: shardLeaseName(electionId, shard),
+      holder: holder.length > MAX_HOLDER_SHOWN ? `${holder.slice(0, MAX_HOLDER_SHOWN - 1)}…` : holder,
+    }));
+}

@@ -188,8 +188,9 @@ describe('three replicas with --shards 6', () => {
     expect(await holders(ops.name)).toEqual(moved);
     expect(writers([b, c], keys, mark)).toEqual(holderOf(moved));
     expect(keys.filter((key) => victimShards.includes(shardOf(key, SHARDS))).length).toBeGreaterThan(0);
-    // Nobody lost a shard it did not hand back.
+    // Nobody lost a shard it did not hand back, and a dead replica's shards were no stranger's.
     for (const r of [b, c]) expect(r.op.logs()).not.toContain('lost a shard');
+    for (const r of [b, c]) expect(r.op.logs()).not.toContain('a shard is held by no live member');
   });
 });
 
@@ -334,5 +335,73 @@ describe('a shard’s elector handed what the election saw', () => {
     const taken = await coordination.readNamespacedLease({ name: 'seen', namespace: ns.name });
     expect(taken.spec?.holderIdentity).toBe('heir');
     expect(taken.spec?.leaseTransitions).toBe(1);
+  });
+});
+
+describe('a shard Lease held by a stranger (issue #24 S7)', () => {
+  it('is told in the log, a Warning Event on the Lease, teal_shard_stranded and /readyz; once deleted, the shard is taken', async () => {
+    const ns = await createNamespace('shards-stranger');
+    cleanups.push(ns.remove);
+    const shards = 3;
+    const lease = shardLeaseName(ELECTION, 1);
+    // As a hand edit leaves it: Teal's labels, a foreign holder, a day to run.
+    const time = new V1MicroTime();
+    await coordination.createNamespacedLease({
+      namespace: ns.name,
+      body: {
+        metadata: { name: lease, labels: { [LABEL_ELECTION]: ELECTION, [LABEL_LEASE_ROLE]: 'shard' } },
+        spec: { holderIdentity: 'stranger', leaseDurationSeconds: 86_400, acquireTime: time, renewTime: time },
+      },
+    });
+    const r = await replica(ns.name, [ns.name], shards);
+    const inShard = (shard: number) => {
+      for (let i = 0; ; i++) if (shardOf(`${ns.name}/app-${i}`, shards) === shard) return `app-${i}`;
+    };
+    const [strandedApp, servedApp] = [inShard(1), inShard(0)];
+    await createApp(ns.name, e2eApp(strandedApp, { replicas: 1 }));
+    await createApp(ns.name, e2eApp(servedApp, { replicas: 1 }));
+    await waitForApp(ns.name, servedApp, 'the App of a held shard released', phase('Healthy'));
+
+    const warning = await waitFor('a warning naming the shard and its holder', async () =>
+      r.op
+        .logs()
+        .split('\n')
+        .find((line) => line.includes('"level":40') && line.includes('a shard is held by no live member')),
+    );
+    expect(warning).toContain('"shard":1');
+    expect(warning).toContain('"holder":"stranger"');
+    const events = await waitFor('a Warning Event on the Lease', async () => {
+      const list = await clients().core.listNamespacedEvent({
+        namespace: ns.name,
+        fieldSelector: `involvedObject.kind=Lease,involvedObject.name=${lease}`,
+      });
+      return list.items.length > 0 ? list.items : undefined;
+    });
+    expect(events.map((e) => [e.type, e.reason])).toEqual([['Warning', 'ShardStranded']]);
+    expect(events[0]?.message).toContain('shard 1 is held by stranger');
+    const metrics = await (await fetch(`http://127.0.0.1:${r.op.healthPort}/metrics`)).text();
+    expect(metrics).toMatch(/^teal_shard_stranded\{shard="1",holder="stranger"\} 1$/m);
+    const ready = await fetch(`http://127.0.0.1:${r.op.healthPort}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(((await ready.json()) as { shards?: unknown }).shards).toEqual({
+      owned: [0, 2],
+      stranded: [{ shard: 1, lease, holder: 'stranger' }],
+    });
+    // Its App waits: nobody reconciles it.
+    expect((await getApp(ns.name, strandedApp)).status?.phase).toBeUndefined();
+
+    // The remedy docs/sharding.md gives: delete the Lease; the replica takes the shard.
+    await coordination.deleteNamespacedLease({ name: lease, namespace: ns.name });
+    await waitForApp(ns.name, strandedApp, 'the stranded App released', phase('Healthy'));
+    const after = await waitFor('/readyz to name no stranded shard', async () => {
+      const body = (await (await fetch(`http://127.0.0.1:${r.op.healthPort}/readyz`)).json()) as {
+        shards?: { stranded?: unknown[] };
+      };
+      return body.shards?.stranded?.length === 0 ? body : undefined;
+    });
+    expect(after.shards).toEqual({ owned: [0, 1, 2], stranded: [] });
+    const cleared = await (await fetch(`http://127.0.0.1:${r.op.healthPort}/metrics`)).text();
+    expect(cleared).not.toMatch(/^teal_shard_stranded\{/m);
+    expect(r.op.logs()).toContain('a shard is no longer held by a stranger');
   });
 });

@@ -38,6 +38,20 @@ describe('health endpoints', () => {
     expect(after.json()).toEqual({ status: 'ready', leader: true });
   });
 
+  it('/readyz carries the details it is given, such as the shards held by no live member', async () => {
+    const app = Fastify();
+    const stranded = [{ shard: 1, lease: 'teal-shard-1', holder: 'stranger' }];
+    await app.register(healthPlugin, {
+      isReady: () => true,
+      isLeader: () => true,
+      details: () => ({ shards: { owned: [0, 2], stranded } }),
+      metrics: { contentType: 'text/plain', metrics: async () => '' },
+    });
+    const res = await app.inject({ method: 'GET', url: '/readyz' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ status: 'ready', leader: true, shards: { owned: [0, 2], stranded } });
+  });
+
   it('/metrics sets the scrape-time gauges first, then serves the registry in its content type', async () => {
     const app = await server({ ready: true, leader: true, scrapes: [] });
     const res = await app.inject({ method: 'GET', url: '/metrics' });

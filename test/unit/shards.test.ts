@@ -10,6 +10,7 @@ import {
   type ShardView,
   shardLeaseName,
   shardOf,
+  strandedShards,
 } from '../../src/kube/shards.ts';
 
 describe('the shard of an App', () => {
@@ -126,5 +127,25 @@ describe('the moves on each tick', () => {
     expect(balance(view({ members: 3, held: [0, 1] })).handBack).toEqual([]);
     // 8 shards, 3 replicas: a share of 3; holding 3 is not too many.
     expect(balance(view({ shards: 8, members: 3, held: [0, 1, 2] })).handBack).toEqual([]);
+  });
+});
+
+describe('shards held by a stranger (issue #24 S7)', () => {
+  it('are those whose holder is no live member, in shard order, the holder cut short for logs and labels', () => {
+    const holders = new Map([
+      [3, 'stranger'],
+      [0, 'a'],
+      [1, 'gone'],
+      [2, 'x'.repeat(300)],
+    ]);
+    const stranded = strandedShards('teal', holders, new Set(['a', 'b']));
+    expect(stranded.map((s) => [s.shard, s.lease])).toEqual([
+      [1, 'teal-shard-1'],
+      [2, 'teal-shard-2'],
+      [3, 'teal-shard-3'],
+    ]);
+    expect(stranded[0]?.holder).toBe('gone');
+    expect(stranded[1]?.holder.length).toBe(128);
+    expect(strandedShards('teal', new Map([[0, 'a']]), new Set(['a']))).toEqual([]);
   });
 });

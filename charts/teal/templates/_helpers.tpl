@@ -101,9 +101,13 @@ app.kubernetes.io/part-of: teal
   verbs: ["get", "create", "update"]
 {{- end -}}
 
-{{- /* --shards: list the election's Leases, delete the member Leases of replicas gone; release namespace only. */}}
+{{- /* --shards: list the election's Leases, delete the member Leases of replicas gone, and a Warning
+Event on a shard Lease held by no live member (docs/sharding.md); release namespace only. */}}
 {{- define "teal.shardLeaseRules" -}}
 - apiGroups: ["coordination.k8s.io"]
   resources: ["leases"]
   verbs: ["list", "delete"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create"]
 {{- end -}}
