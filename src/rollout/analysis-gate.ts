@@ -392,12 +392,13 @@ export function reportAnalysis(
   const run = [p.status.postPromotionAnalysis, p.status.prePromotionAnalysis].find(
     (r) => r !== undefined && r.podTemplateHash === desired?.hash,
   );
-  // Promoted with the checks skipped: the run the skip cancelled is not the last word.
+  // Promoted with the checks skipped: the run the skip cancelled, or the Inconclusive one a
+  // person then skipped, is not the last word; only a run that passed outranks the skip.
   const skipped =
     desired !== undefined &&
     (isSkippingChecks(p.status, desired.hash) ||
       (p.status.history ?? []).findLast((h) => h.podTemplateHash === desired.hash)?.checksSkipped === true);
-  if (run && !(skipped && run.phase === 'Cancelled')) {
+  if (run && !(skipped && run.phase !== 'Successful')) {
     const { status, reason } = RUN_REASON[run.phase];
     condition(p, 'AnalysisPassed', status, reason, `${run.id}: ${run.message ?? run.phase}`);
     return;

@@ -233,6 +233,49 @@ describe('inconclusive checks', () => {
   });
 });
 
+describe('promote --skip-checks after an Inconclusive run (issue #24 A5)', () => {
+  it('AnalysisPassed is True/AnalysisSkipped, before the switch and after it, and stays so', async () => {
+    const server = await serve(() => ({ status: 200, body: { score: 70 } }));
+    const metrics = [
+      webCheck('score', `${server.url}/score`, {
+        successCondition: 'result.score >= 90',
+        failureCondition: 'result.score < 50',
+      }),
+    ];
+    const skipAfterInconclusive = async (name: string, blueGreen: Record<string, unknown>) => {
+      await released(app(name, blueGreen));
+      await newImage(name, '2');
+      const paused = await waitForApp(
+        ns,
+        name,
+        'inconclusive, Paused',
+        (a) => phase('Paused')(a) && conditionOf(a, 'AnalysisPassed')?.reason === 'AnalysisInconclusive',
+      );
+      expect(paused.status?.abort).toBeUndefined();
+      const promoted = await teal('promote', name, '--skip-checks');
+      expect(promoted.code, promoted.stderr).toBe(0);
+      // A later reconcile than the switch's (or the skip's): revision 1 scaled down after its delay and its
+      // pods counted out, so the condition read is no longer the one written with the skip.
+      const later = await waitForApp(
+        ns,
+        name,
+        'revision 2 stable, revision 1 gone',
+        (a) => activeRevision(2)(a) && a.status?.stable?.revision === 2 && a.status.replicas === 2,
+      );
+      expect(later.status?.history?.at(-1)).toMatchObject({ revision: 2, checksSkipped: true });
+      expect(conditionOf(later, 'AnalysisPassed')).toMatchObject({
+        status: 'True',
+        reason: 'AnalysisSkipped',
+        message: 'the checks of revision 2 were skipped',
+      });
+    };
+    await Promise.all([
+      skipAfterInconclusive('skip-pre', { prePromotionAnalysis: { metrics } }),
+      skipAfterInconclusive('skip-post', { autoPromotionEnabled: true, postPromotionAnalysis: { metrics } }),
+    ]);
+  });
+});
+
 afterAll(() => {
   expect(invariant.violations).toEqual([]);
 });

@@ -359,6 +359,49 @@ describe('verdicts', () => {
   });
 });
 
+describe('promote --skip-checks after an inconclusive run (issue #24 A5)', () => {
+  it('pre-promotion: AnalysisPassed is True/AnalysisSkipped once active, and stays so', () => {
+    const check = webCheck('smoke', { failureCondition: 'result.ok == false' });
+    const { w } = released(pre(check));
+    const h2 = previewed(w);
+    w.advance(S);
+    w.answerAll({ phase: 'Inconclusive', value: '{"ok":"maybe"}' });
+    w.reconcile();
+    expect(w.condition('AnalysisPassed')).toMatchObject({ status: 'False', reason: 'AnalysisInconclusive' });
+    w.reconcile([intent('promote', { skipChecks: true })]);
+    w.settle();
+    w.reconcile();
+    expect(w.activeHash()).toBe(h2);
+    expect(w.status.history?.at(-1)).toMatchObject({ revision: 2, checksSkipped: true });
+    // The run stays as it ended, for the record; the condition speaks of the skip.
+    expect(w.status.prePromotionAnalysis?.phase).toBe('Inconclusive');
+    w.advance(45 * S);
+    w.reconcile();
+    expect(w.status.phase).toBe('Healthy');
+    expect(w.condition('AnalysisPassed')).toMatchObject({
+      status: 'True',
+      reason: 'AnalysisSkipped',
+      message: 'the checks of revision 2 were skipped',
+    });
+  });
+
+  it('post-promotion: AnalysisPassed is True/AnalysisSkipped once stable, and stays so', () => {
+    const { w, h2 } = switched();
+    w.advance(S);
+    w.answerAll({ phase: 'Inconclusive', value: '{"ok":"maybe"}' });
+    w.reconcile();
+    expect(w.status.postPromotionAnalysis?.phase).toBe('Inconclusive');
+    expect(w.status.phase).toBe('Paused');
+    w.reconcile([intent('promote', { skipChecks: true })]);
+    expect(w.status.stable?.podTemplateHash).toBe(h2);
+    w.advance(45 * S);
+    w.reconcile();
+    expect(w.status.phase).toBe('Healthy');
+    expect(w.status.history?.at(-1)).toMatchObject({ revision: 2, checksSkipped: true });
+    expect(w.condition('AnalysisPassed')).toMatchObject({ status: 'True', reason: 'AnalysisSkipped' });
+  });
+});
+
 describe('promote while the checks run', () => {
   it('is refused: PromoteRejected, nothing promoted, the run goes on', () => {
     const { w, h1 } = released(pre(webCheck()));
