@@ -312,13 +312,20 @@ function successMessage(state: AnalysisRunStatus): string {
 }
 
 function finish(state: AnalysisRunStatus, phase: RunPhase, message: string, nowMs: number): AnalysisRunStatus {
+  const terminated = bounded(`terminated: ${message}`, MAX_MESSAGE_LENGTH);
   for (const status of state.checks) {
     const last = status.measurements.at(-1);
     // Ended with the run, not counted: the verdict no longer depends on it.
     if (last?.phase === 'Running') {
       last.phase = 'Inconclusive';
       last.finishedAt = iso(nowMs);
-      last.message = bounded(`terminated: ${message}`, MAX_MESSAGE_LENGTH);
+      last.message = terminated;
+    }
+    // As Argo ends every metric of a terminated run: no check of an ended run is left
+    // Pending or Running. Cancelled, not Successful: it stopped before reaching its verdict.
+    if (status.phase === 'Pending' || status.phase === 'Running') {
+      status.phase = 'Cancelled';
+      status.message = terminated;
     }
   }
   state.phase = phase;

@@ -482,7 +482,16 @@ export const AnalysisSchema = withRules(
 // ---- the durable run state, in App status ----
 
 export const MEASUREMENT_PHASES = ['Running', 'Successful', 'Failed', 'Inconclusive', 'Error'] as const;
-export const CHECK_PHASES = ['Pending', 'Running', 'Successful', 'Failed', 'Inconclusive', 'Error'] as const;
+/** A check ends Cancelled when its run ends (cancelled, or decided by another check) before its own verdict. */
+export const CHECK_PHASES = [
+  'Pending',
+  'Running',
+  'Successful',
+  'Failed',
+  'Inconclusive',
+  'Error',
+  'Cancelled',
+] as const;
 export const RUN_PHASES = ['Running', 'Successful', 'Failed', 'Inconclusive', 'Error', 'Cancelled'] as const;
 
 const time = z.string().describe('RFC 3339 time, to the millisecond: the planner wakes at exact deadlines.');
@@ -505,7 +514,11 @@ export const CheckStatusSchema = z.strictObject({
   name: z.string(),
   provider: z.enum(PROVIDERS).optional().describe('Where its measurements come from.'),
   phase: z.enum(CHECK_PHASES),
-  message: z.string().max(MAX_MESSAGE_LENGTH).optional().describe('Which limit decided the check.'),
+  message: z
+    .string()
+    .max(MAX_MESSAGE_LENGTH)
+    .optional()
+    .describe('Which limit decided the check, or why it ended with its run.'),
   taken: z.int().min(0).describe('Measurements started, so the next one is taken + 1.'),
   count: z.int().min(0).describe('Measurements that ended without Error.'),
   successful: z.int().min(0),

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AnalysisInput } from '../../src/analysis/schema.ts';
+import type { AnalysisInput, CheckInput } from '../../src/analysis/schema.ts';
 import { LABEL_HASH } from '../../src/app/labels.ts';
-import type { AppInput } from '../../src/app/schema.ts';
+import type { AppAnalysisRun, AppInput } from '../../src/app/schema.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { activeRevision, appSteps, checkServers, conditionOf, webCheck } from '../support/analysis.ts';
 import {
   intent,
+  patchSpec,
   phase,
   replicaSetOf,
   type StoredApp,
@@ -16,7 +17,7 @@ import {
 import { tealIn } from '../support/cli.ts';
 import { clients, createNamespace, waitFor } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
-import { recordReplicaSets } from '../support/parity.ts';
+import { makeReady, notReadyTemplate, recordReplicaSets, waitForNewReplicaSet } from '../support/parity.ts';
 import { watchChanges } from '../support/watch.ts';
 
 const { core } = clients();
@@ -187,6 +188,8 @@ describe('promote --skip-checks', () => {
     const done = await waitForApp(ns, 'skip', 'revision 2 active', activeRevision(2));
     expect(done.status?.history?.at(-1)).toMatchObject({ revision: 2, checksSkipped: true });
     expect(done.status?.prePromotionAnalysis).toMatchObject({ revision: 2, phase: 'Cancelled' });
+    // Its check ended with it (issue #24 A2).
+    expect(done.status?.prePromotionAnalysis?.checks.map((c) => c.phase)).toEqual(['Cancelled']);
     // The request in flight was let go of, not left hanging.
     await waitFor('the held request abandoned', async () => server.requests[0]?.aborted || undefined);
     expect(conditionOf(done, 'AnalysisPassed')).toMatchObject({ status: 'True', reason: 'AnalysisSkipped' });
@@ -230,6 +233,73 @@ describe('inconclusive checks', () => {
     expect(done.status?.prePromotionAnalysis?.id).not.toBe(inconclusiveRun);
     expect(done.status?.history?.at(-1)).toMatchObject({ revision: 2, promotedVia: 'auto' });
     expect(server.requests.length).toBeGreaterThanOrEqual(2);
+  });
+});
+
+/** A web check whose requests the server holds until the test ends: it measures until something ends its run. */
+const heldCheck = (name: string, url: string, more: Partial<CheckInput> = {}) =>
+  webCheck(name, url, { provider: { web: { method: 'GET', url, timeoutSeconds: 300 } }, ...more });
+
+const checkPhases = (run: AppAnalysisRun | undefined) => run?.checks.map((c) => c.phase);
+
+describe('a run that ends ends every check (issue #24 A2)', () => {
+  it('a new revision during pre-promotion checks, then an abort: each cancelled run leaves no check Running', async () => {
+    const server = await serve(() => 'hold');
+    // One check measuring, one not yet started (its initialDelay far off).
+    const metrics = [
+      heldCheck('held', `${server.url}/held`),
+      heldCheck('later', `${server.url}/later`, { initialDelay: '10m' }),
+    ];
+    const first = await released(app('cancel', { prePromotionAnalysis: { metrics } }));
+    const h1 = first.status?.active?.podTemplateHash ?? '';
+    await newImage('cancel', '2');
+    const running = await waitForApp(
+      ns,
+      'cancel',
+      'revision 2 measuring',
+      (a) => a.status?.prePromotionAnalysis?.revision === 2 && measurement(a, 'pre', 1)?.phase === 'Running',
+    );
+    expect(checkPhases(running.status?.prePromotionAnalysis)).toEqual(['Running', 'Pending']);
+    const h2 = running.status?.prePromotionAnalysis?.podTemplateHash ?? '';
+
+    // Revision 3's pods are Ready only when the test says so: until then the cancelled run stays in status.
+    await patchSpec(ns, 'cancel', { image: 'registry.example.com/team/web:3', template: notReadyTemplate });
+    const replaced = await waitForApp(
+      ns,
+      'cancel',
+      "revision 2's run cancelled",
+      (a) => a.status?.prePromotionAnalysis?.revision === 2 && a.status.prePromotionAnalysis.phase === 'Cancelled',
+    );
+    expect(checkPhases(replaced.status?.prePromotionAnalysis)).toEqual(['Cancelled', 'Cancelled']);
+    for (const check of replaced.status?.prePromotionAnalysis?.checks ?? []) {
+      expect(check.message).toBe('terminated: cancelled: revision 3 replaced revision 2');
+    }
+
+    const h3 = await waitForNewReplicaSet(ns, 'cancel', [h1, h2]);
+    await makeReady(ns, 'cancel', h3, 1);
+    await waitForApp(
+      ns,
+      'cancel',
+      'revision 3 measuring',
+      (a) => a.status?.prePromotionAnalysis?.revision === 3 && measurement(a, 'pre', 1)?.phase === 'Running',
+    );
+    const aborted = await teal('abort', 'cancel');
+    expect(aborted.code, aborted.stderr).toBe(0);
+    const done = await waitForApp(
+      ns,
+      'cancel',
+      "revision 3's run cancelled by the abort",
+      (a) => phase('Degraded')(a) && a.status?.prePromotionAnalysis?.phase === 'Cancelled',
+    );
+    expect(done.status?.prePromotionAnalysis?.revision).toBe(3);
+    expect(checkPhases(done.status?.prePromotionAnalysis)).toEqual(['Cancelled', 'Cancelled']);
+    // What `kubectl teal get` shows: each check Cancelled under its Cancelled run, none Running.
+    const tree = await teal('get', 'cancel');
+    expect(tree.code, tree.stderr).toBe(0);
+    expect(tree.stdout).toMatch(/pre-promotion checks\s+Analysis\s+⊘ Cancelled/);
+    expect(tree.stdout).toMatch(/held\s+Check\s+⊘ Cancelled/);
+    expect(tree.stdout).toMatch(/later\s+Check\s+⊘ Cancelled/);
+    expect(tree.stdout).not.toContain('◌ Running');
   });
 });
 

@@ -667,6 +667,8 @@ describe('post-promotion checks', () => {
     expect(activeSwitches(w.last)).toHaveLength(1);
     expect(w.activeHash()).toBe(h1);
     expect(w.status.postPromotionAnalysis?.phase).toBe('Cancelled');
+    // Its checks end with it (issue #24 A2): none left Running under a cancelled run.
+    expect(w.status.postPromotionAnalysis?.checks.map((c) => c.phase)).toEqual(['Cancelled']);
     expect(w.status.history?.at(-1)).toMatchObject({ revision: 1, promotedBy: 'alice', promotedVia: 'abort' });
     expect(w.status.phase).toBe('Degraded');
     expect(w.condition('Aborted')).toMatchObject({ status: 'True', reason: 'Aborted' });

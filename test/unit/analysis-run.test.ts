@@ -298,6 +298,20 @@ describe('several checks', () => {
     expect(step.state.checks[0]).toMatchObject({ count: 0, inconclusive: 0 });
   });
 
+  it('ends every other check with the run: none is left Pending or Running under a decided run', () => {
+    const waiting = check({ name: 'later', initialDelay: '1m' });
+    const inFlightCheck = job();
+    const fast = check();
+    const all = [waiting, inFlightCheck, fast];
+    const started = stepRun(all, startRun('pre-1', all, T0), T0);
+    expect(started.state.checks.map((c) => c.phase)).toEqual(['Pending', 'Running', 'Running']);
+    const failed = recordMeasurement(started.state, 'error-rate', { n: 1, phase: 'Failed', value: '[0.2]' }, T0 + S);
+    const step = stepRun(all, failed.state, T0 + S);
+    expect(step.verdict.phase).toBe('Failed');
+    expect(step.state.checks.map((c) => c.phase)).toEqual(['Cancelled', 'Cancelled', 'Failed']);
+    expect(step.state.checks[0]?.message).toMatch(/^terminated: check "error-rate" failed/);
+  });
+
   it('names the worst check when two decide in the same step: Failed over Inconclusive', () => {
     const a = check({ name: 'a', successCondition: 'result > 1', failureCondition: 'result < 0' });
     const b = check({ name: 'b' });
@@ -471,6 +485,28 @@ describe('cancellation', () => {
     expect(cancelled.finishedAt).toBe('2026-03-01T12:00:01.000Z');
     expect(inFlight(cancelled)).toEqual([]);
     expect(cancelled.checks[0]?.measurements[0]?.phase).toBe('Inconclusive');
+    // The check ends with its run too (Argo ends every metric of a terminated run): never Running for good.
+    expect(cancelled.checks[0]).toMatchObject({
+      phase: 'Cancelled',
+      message: 'terminated: cancelled: revision 4 replaced revision 3',
+    });
+  });
+
+  it('ends every check, whatever it was doing: in flight, waiting for its interval, or not yet started', () => {
+    const inFlightCheck = job();
+    const between = check({ name: 'between', count: 3, interval: '1m' });
+    const notYet = check({ name: 'not-yet', initialDelay: '5m' });
+    const done = check({ name: 'done' });
+    const all = [inFlightCheck, between, notYet, done];
+    let state = stepRun(all, startRun('pre-1', all, T0), T0).state;
+    state = recordMeasurement(state, 'between', { n: 1, phase: 'Successful', value: '[0.01]' }, T0 + S).state;
+    state = recordMeasurement(state, 'done', { n: 1, phase: 'Successful', value: '[0.01]' }, T0 + S).state;
+    state = stepRun(all, state, T0 + S).state;
+    expect(state.checks.map((c) => c.phase)).toEqual(['Running', 'Running', 'Pending', 'Successful']);
+    const cancelled = cancelRun(state, 'aborted by alice (cli)', T0 + 2 * S);
+    expect(cancelled.checks.map((c) => c.phase)).toEqual(['Cancelled', 'Cancelled', 'Cancelled', 'Successful']);
+    // A check that had reached its verdict keeps it, and its own words.
+    expect(cancelled.checks[3]?.message).toBe('count (1) reached');
   });
 
   it('is final and idempotent: no more measurements, no more results, a second cancel changes nothing', () => {
@@ -492,5 +528,6 @@ describe('cancellation', () => {
     const cancelled = cancelRun(startRun('pre-1', [c], T0), 'new commit', T0 + S);
     expect(cancelled.phase).toBe('Cancelled');
     expect(cancelled.checks[0]?.measurements).toEqual([]);
+    expect(cancelled.checks[0]?.phase).toBe('Cancelled');
   });
 });
