@@ -6,7 +6,7 @@ import { activeManifest, activeServiceName } from './active-service.ts';
 import { cancelRunning } from './analysis-gate.ts';
 import { appendHistory, historyEntry } from './history.ts';
 import { type Desired, emit, type Planner, type Progress, type Rollout } from './planner.ts';
-import { isRolledBackFrom } from './predicates.ts';
+import { isRolledBackFrom, stableToReturnTo } from './predicates.ts';
 import { EventReason as ER } from './reasons.ts';
 import { revisionStatus } from './replicaset.ts';
 import { markScaleDown, scaleDownLater } from './replicaset-writes.ts';
@@ -111,8 +111,7 @@ function failedChecks(p: Planner, desired: Desired): Pick<Progress, 'checks'> {
  */
 function rollBack(p: Planner, r: Rollout, desired: Desired): boolean {
   const { status, app } = p;
-  const stable = status.stable?.podTemplateHash;
-  const rs = stable !== undefined && stable !== desired.hash ? r.byHash.get(stable) : undefined;
+  const rs = stableToReturnTo(status, desired.hash, r.activeHash, r.byHash.values());
   if (!rs) return false;
   p.actions.push({ kind: 'applyService', role: 'active', manifest: activeManifest(p, rs.hash) });
   emit(p, {

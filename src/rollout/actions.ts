@@ -17,6 +17,7 @@ import {
 } from './action-rules.ts';
 import { appendHistory, historyEntry } from './history.ts';
 import type { ObservedReplicaSet } from './observed.ts';
+import { stableToReturnTo } from './predicates.ts';
 import { EventReason as ER, refusalReason } from './reasons.ts';
 import type { Revision } from './replicaset.ts';
 import { restartStartedAt } from './restart.ts';
@@ -104,10 +105,15 @@ export function applyIntent(ctx: ActionContext, intent: Intent): PlannerEvent {
       if (!desired) return nothingInFlight(intent);
       status.abort = { podTemplateHash: desired.hash, revision: desired.number, ...actor };
       delete status.promotion;
+      // The same plan switches back (abort.ts rollBack), by the same rule: say so, not that active stays.
+      const stable = stableToReturnTo(status, desired.hash, ctx.activeHash, ctx.replicaSets);
+      const where = stable
+        ? `active switches back to stable revision ${stable.revision}`
+        : `active stays on revision ${status.active?.revision ?? '-'}`;
       return {
         type: 'Warning',
         reason: ER.Aborted,
-        message: `revision ${desired.number} aborted by ${who(intent)}; active stays on revision ${status.active?.revision ?? '-'}`,
+        message: `revision ${desired.number} aborted by ${who(intent)}; ${where}`,
       };
     }
     case 'retry': {

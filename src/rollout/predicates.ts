@@ -55,6 +55,23 @@ export function isFastTracked(
   );
 }
 
+/**
+ * Where an abort of the active revision sends active: back to the stable
+ * revision, while the aborted one awaits its post-promotion checks and
+ * stable's ReplicaSet is still there. Undefined: active stays where it is.
+ */
+export function stableToReturnTo(
+  status: AppStatus,
+  aborted: string,
+  activeHash: string | undefined,
+  replicaSets: Iterable<ObservedReplicaSet>,
+): ObservedReplicaSet | undefined {
+  const stable = status.stable?.podTemplateHash;
+  if (aborted !== activeHash || stable === undefined || stable === aborted) return undefined;
+  for (const rs of replicaSets) if (rs.hash === stable) return rs;
+  return undefined;
+}
+
 /** Went active and was switched back from (a failed post-promotion check, or abort during them): not known good. */
 export function isRolledBackFrom(status: AppStatus, hash: string): boolean {
   const history = status.history ?? [];

@@ -17,7 +17,13 @@ import {
 import { tealIn } from '../support/cli.ts';
 import { clients, createNamespace, waitFor } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
-import { makeReady, notReadyTemplate, recordReplicaSets, waitForNewReplicaSet } from '../support/parity.ts';
+import {
+  makeReady,
+  notReadyTemplate,
+  recordReplicaSets,
+  waitForAppEvent,
+  waitForNewReplicaSet,
+} from '../support/parity.ts';
 import { watchChanges } from '../support/watch.ts';
 
 const { core } = clients();
@@ -300,6 +306,33 @@ describe('a run that ends ends every check (issue #24 A2)', () => {
     expect(tree.stdout).toMatch(/held\s+Check\s+⊘ Cancelled/);
     expect(tree.stdout).toMatch(/later\s+Check\s+⊘ Cancelled/);
     expect(tree.stdout).not.toContain('◌ Running');
+  });
+
+  it('an abort during post-promotion checks: back to stable, its checks ended, and the Aborted Event says so (issue #24 A3)', async () => {
+    const server = await serve(() => 'hold');
+    const postPromotionAnalysis = { metrics: [heldCheck('after', `${server.url}/after`)] };
+    await released(app('post-abort', { autoPromotionEnabled: true, postPromotionAnalysis }));
+    await newImage('post-abort', '2');
+    await waitForApp(
+      ns,
+      'post-abort',
+      'revision 2 active, its post-promotion check measuring',
+      (a) => a.status?.active?.revision === 2 && measurement(a, 'post', 1)?.phase === 'Running',
+    );
+    const aborted = await teal('abort', 'post-abort');
+    expect(aborted.code, aborted.stderr).toBe(0);
+    const back = await waitForApp(
+      ns,
+      'post-abort',
+      'back on revision 1',
+      (a) => a.status?.active?.revision === 1 && a.status.postPromotionAnalysis?.phase === 'Cancelled',
+    );
+    expect(await selectorHash(ns, 'post-abort')).toBe(back.status?.active?.podTemplateHash);
+    expect(checkPhases(back.status?.postPromotionAnalysis)).toEqual(['Cancelled']);
+    // The Event of the step that switches back says it switches back, not that active stays on revision 2.
+    const event = await waitForAppEvent(ns, 'post-abort', 'Aborted', (e) => e.reason === 'Aborted');
+    expect(event.message).toMatch(/^revision 2 aborted by .+; active switches back to stable revision 1$/);
+    expect(await eventCount('post-abort', 'Aborted')).toBe(1);
   });
 });
 

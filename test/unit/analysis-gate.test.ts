@@ -671,8 +671,13 @@ describe('post-promotion checks', () => {
     expect(w.status.postPromotionAnalysis?.checks.map((c) => c.phase)).toEqual(['Cancelled']);
     expect(w.status.history?.at(-1)).toMatchObject({ revision: 1, promotedBy: 'alice', promotedVia: 'abort' });
     expect(w.status.phase).toBe('Degraded');
+    expect(w.status.message).toBe('revision 2 aborted by alice; active is switching back to revision 1');
     expect(w.condition('Aborted')).toMatchObject({ status: 'True', reason: 'Aborted' });
     expect(w.eventsOf('RolledBack')).toHaveLength(1);
+    // The Aborted Event of the step that switches back says so (issue #24 A3), not that active stays.
+    expect(w.eventsOf('Aborted').map((e) => e.message)).toEqual([
+      'revision 2 aborted by alice (cli); active switches back to stable revision 1',
+    ]);
     w.settle();
     w.reconcile();
     expect(activeSwitches(w.last)).toEqual([]);

@@ -235,6 +235,9 @@ describe('abort and retry', () => {
     expect(w.activeHash()).toBe(h1);
     expect(w.status.phase).toBe('Degraded');
     expect(cond(w, 'Aborted')?.status).toBe('True');
+    expect(w.events.filter((e) => e.reason === 'Aborted').map((e) => e.message)).toEqual([
+      'revision 2 aborted by alice (cli); active stays on revision 1',
+    ]);
     // As with Argo Rollouts, the preview URL shows the aborted revision while its pods are up.
     expect(w.previewHash()).toBe(h2);
     expect(w.rs(h2).specReplicas).toBe(1);
