@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AnalysisInput, TEMPLATE_API_VERSION, TEMPLATE_KIND, TEMPLATE_PLURAL } from '../../src/analysis/schema.ts';
 import { LABEL_HASH } from '../../src/app/labels.ts';
 import { MASK } from '../../src/app/mask.ts';
-import { type AppInput, GROUP, PLURAL, VERSION } from '../../src/app/schema.ts';
+import { type AppInput, GROUP, VERSION } from '../../src/app/schema.ts';
 import { type Prometheus, startPrometheus } from '../cluster/prometheus.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { ARGO_ROLLOUT_ARGS, ARGO_SECRET_TEMPLATE, argoSecretWithArgs } from '../fixtures/argo-templates.ts';
@@ -18,9 +18,10 @@ import { type Exporter, startExporter } from '../support/exporter.ts';
 import { clients, createNamespace, waitFor } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 import { waitForScrape } from '../support/prometheus.ts';
+import { serviceAccount } from '../support/users.ts';
 import { watchChanges } from '../support/watch.ts';
 
-const { core, batch, custom, rbac, authz } = clients();
+const { core, batch, custom } = clients();
 let ns: string;
 let removeNs: () => Promise<void>;
 let operator: Operator;
@@ -102,38 +103,6 @@ async function watchNamed<O, T>(
 type RunSeen = { id?: string; revision?: number; phase?: string } | undefined;
 const runOf = (obj: StoredApp): RunSeen => obj.status?.prePromotionAnalysis;
 const selectorOf = (obj: { spec?: { selector?: Record<string, string> } }) => obj.spec?.selector?.[LABEL_HASH];
-
-/** A token of a ServiceAccount that may read Apps in the namespace, for the operator's HTTP API. */
-async function viewerToken(): Promise<string> {
-  const name = 'viewer';
-  await core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name } } });
-  await rbac.createNamespacedRole({
-    namespace: ns,
-    body: { metadata: { name }, rules: [{ apiGroups: [GROUP], resources: [PLURAL], verbs: ['get'] }] },
-  });
-  await rbac.createNamespacedRoleBinding({
-    namespace: ns,
-    body: {
-      metadata: { name },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
-      subjects: [{ kind: 'ServiceAccount', name, namespace: ns }],
-    },
-  });
-  const user = `system:serviceaccount:${ns}:${name}`;
-  // RBAC takes a moment to reach the authorizer's cache.
-  await waitFor(`${user} may get apps`, async () => {
-    const review = await authz.createSubjectAccessReview({
-      body: { spec: { user, resourceAttributes: { group: GROUP, resource: PLURAL, verb: 'get', namespace: ns } } },
-    });
-    return review.status?.allowed || undefined;
-  });
-  const request = await core.createNamespacedServiceAccountToken({
-    name,
-    namespace: ns,
-    body: { spec: { audiences: [] } },
-  });
-  return request.status?.token ?? '';
-}
 
 // ---- the scenarios ----
 
@@ -295,7 +264,7 @@ describe('URL userinfo and encoded secrets (issue #24 S3)', () => {
 
     const events = await waitForEvents('userinfo', 'Warning', ['MeasurementFailed']);
     const api = await fetch(`http://127.0.0.1:${operator.healthPort}/api/v1/namespaces/${ns}/apps/userinfo`, {
-      headers: { authorization: `Bearer ${await viewerToken()}` },
+      headers: { authorization: `Bearer ${await serviceAccount(ns, 'viewer', ['get'])}` },
     });
     expect(api.status).toBe(200);
     const recorded = {
