@@ -46,6 +46,14 @@ import {
 
 /** Wait after an Error before the next try, whatever the interval (Argo's DefaultErrorRetryInterval). */
 export const ERROR_RETRY_MS = 10_000;
+/**
+ * Measurements of a run start together, at most once per this gap: each
+ * start is a status write (rule 1), and checks on different intervals would
+ * otherwise each write on their own time. A check due meanwhile waits for the
+ * next start, at most this long. The same gap bounds how often results are
+ * recorded (controller/analysis-runner.ts).
+ */
+export const MEASUREMENT_WRITE_GAP_MS = 1_000;
 /** Time an executor has, past the provider's own timeout, to report a result. */
 export const RESULT_GRACE_MS = 30_000;
 const RUN_MESSAGE_LENGTH = 1024;
@@ -341,12 +349,13 @@ function ended(state: AnalysisRunStatus): Step {
 function schedule(state: AnalysisRunStatus, pairs: Pair[], nowMs: number): Step {
   const actions: MeasureAction[] = [];
   const wakeAt: number[] = [];
+  const nextStart = lastStartMs(pairs) + MEASUREMENT_WRITE_GAP_MS;
   for (const { check, status } of pairs) {
     if (status.phase === 'Successful') continue;
     let last = status.measurements.at(-1);
     const resume = last?.phase === 'Running';
     if (!resume) {
-      const due = dueAt(check, status, state.startedAt);
+      const due = Math.max(dueAt(check, status, state.startedAt), nextStart);
       if (nowMs < due) {
         wakeAt.push(due);
         continue;
@@ -366,6 +375,12 @@ function schedule(state: AnalysisRunStatus, pairs: Pair[], nowMs: number): Step 
     ...(requeueAtMs !== undefined ? { requeueAtMs } : {}),
     verdict: { phase: 'Running', message: runningMessage(pairs, actions, requeueAtMs) },
   };
+}
+
+/** When the run last started measurements (status keeps each check's latest); -Infinity before the first. */
+function lastStartMs(pairs: Pair[]): number {
+  const starts = pairs.flatMap(({ status }) => status.measurements.map((m) => Date.parse(m.startedAt)));
+  return Math.max(Number.NEGATIVE_INFINITY, ...starts);
 }
 
 /** Argo's timing: the first after initialDelay, then interval after the last ended, 10s after an Error. */

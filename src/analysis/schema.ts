@@ -9,7 +9,7 @@
 // Checks sit inside arrays, so their string rules are plain `.regex()` patterns
 // rather than CEL regexes: one CEL regex per array item blows the CRD cost budget.
 import { z } from 'zod';
-import { DURATION_HINT, DURATION_PATTERN } from '../app/duration.ts';
+import { DURATION_HINT, DURATION_PATTERN, parseDuration } from '../app/duration.ts';
 import { ObjectMetaSchema } from '../app/object-meta.ts';
 import { DNS1123_LABEL, DNS1123_SUBDOMAIN } from '../app/patterns.ts';
 import { type Rule, withRules } from '../app/rules.ts';
@@ -259,6 +259,21 @@ const duration = (what: string) => z.string().max(32).regex(DURATION_PATTERN, `$
 const durationOrArgs = (what: string) =>
   z.string().max(256).regex(DURATION_OR_ARGS, `${what} must be ${DURATION_HINT}, ${ARGS_HINT}`);
 
+/**
+ * The shortest interval between two measurements of a check. Argo Rollouts
+ * has none, and `interval: "0"` on 20 checks made a target take about 100
+ * requests a second, and the App's status several writes a second.
+ */
+export const MIN_INTERVAL_MS = 1000;
+
+// Held by the interval as written (a placeholder passes, to be held once replaced) and as the run reads it.
+// A duration the pattern refuses is reported by the pattern; CEL's duration() reads Go's syntax, as Teal writes it.
+const intervalFloor: Rule<string> = {
+  cel: `!self.matches(${JSON.stringify(DURATION_PATTERN.source)}) || duration(self) >= duration('${MIN_INTERVAL_MS / 1000}s')`,
+  message: `interval must be at least ${MIN_INTERVAL_MS / 1000}s: a shorter one floods the target with requests and the App with status writes`,
+  test: (text) => !DURATION_PATTERN.test(text) || parseDuration(text) >= MIN_INTERVAL_MS,
+};
+
 type CheckShape = {
   interval?: string | undefined;
   count?: number | string | undefined;
@@ -317,7 +332,7 @@ const ARGS_NOTE = ' May hold {{args.<name>}} (as in Argo Rollouts), replaced whe
 
 const CheckFields = z.strictObject({
   name: name63('name').describe('Unique within the run; names its Jobs and its result in status.'),
-  interval: durationOrArgs('interval')
+  interval: withRules(durationOrArgs('interval'), [intervalFloor])
     .optional()
     .describe(`Time between measurements, from the end of one to the start of the next. Needs count.${ARGS_NOTE}`),
   count: wholeOrArgs('count')
@@ -358,7 +373,7 @@ export const CheckSpecSchema = withRules(CheckFields, checkRules).describe(
 /** A check once its run has started: its count and limits are numbers and its durations durations. */
 export const CheckSchema = withRules(
   CheckFields.extend({
-    interval: duration('interval').optional(),
+    interval: withRules(duration('interval'), [intervalFloor]).optional(),
     count: WHOLE.count.optional(),
     initialDelay: duration('initialDelay').optional(),
     failureLimit: WHOLE.failureLimit.default(0),

@@ -17,6 +17,7 @@ import { bindArgs, builtinEnv, resolveCheck, secretRefs } from '../analysis/args
 import { type AnalysisJobRef, analysisJobManifest } from '../analysis/job.ts';
 import type { MeasurementResult } from '../analysis/measurement.ts';
 import { measurePrometheus } from '../analysis/prometheus.ts';
+import { MEASUREMENT_WRITE_GAP_MS } from '../analysis/run.ts';
 import type { SecretKeyRef } from '../analysis/schema.ts';
 import { errorText, measureWeb } from '../analysis/web.ts';
 import { errorMessage } from '../kube/errors.ts';
@@ -37,6 +38,8 @@ export interface AnalysisRunnerOptions {
   existingJob: (namespace: string, name: string) => AnalysisJobRef | undefined;
   /** Reconciles the App again: a result is in. */
   enqueue: (appKey: string) => void;
+  /** Reconciles the App in this long: results that come in close together are recorded in one write. */
+  enqueueAfter?: (appKey: string, delayMs: number) => void;
   /** Only the holder of the App's Lease (its shard's, if sharded) creates Jobs. */
   canWrite: (appKey: string) => boolean;
   logger: Logger;
@@ -49,6 +52,8 @@ export class AnalysisRunner {
   private readonly results = new Map<string, Map<string, MeasurementResult>>();
   /** Measurements under way, by `<app key> <measurement key>`. */
   private readonly running = new Map<string, AbortController>();
+  /** Per App key, when it was last woken (or will be) to record results: at most once per MEASUREMENT_WRITE_GAP_MS. */
+  private readonly wokenAt = new Map<string, number>();
   /** Job creations sent and not yet answered, with their App key: a shard handed back waits for them. */
   private readonly creating = new Set<{ appKey: string; done: Promise<unknown> }>();
   private stopped = false;
@@ -85,6 +90,7 @@ export class AnalysisRunner {
   forget(appKey: string): void {
     this.release(appKey, new Set());
     this.results.delete(appKey);
+    this.wokenAt.delete(appKey);
   }
 
   /** Resolves once no Job creation for these Apps is in flight (sharded: before their shard is handed back). */
@@ -122,7 +128,23 @@ export class AnalysisRunner {
       this.results.set(appKey, results);
     }
     results.set(key, result);
-    this.o.enqueue(appKey);
+    this.wake(appKey);
+  }
+
+  /**
+   * Each result recorded is a status write: results of a run's checks that
+   * come in within MEASUREMENT_WRITE_GAP_MS of the last wake wait for one
+   * wake, then, so 20 checks answering apart cost one write, not 20.
+   */
+  private wake(appKey: string): void {
+    const now = performance.now();
+    const last = this.wokenAt.get(appKey);
+    // A wake still to come records this result too.
+    if (last !== undefined && last > now) return;
+    const due = last === undefined ? now : Math.max(now, last + MEASUREMENT_WRITE_GAP_MS);
+    this.wokenAt.set(appKey, due);
+    if (due > now && this.o.enqueueAfter) this.o.enqueueAfter(appKey, due - now);
+    else this.o.enqueue(appKey);
   }
 
   private async measure(app: MeasuredApp, request: MeasureRequest, signal: AbortSignal) {

@@ -109,6 +109,9 @@ export class AppController {
       client,
       existingJob: (namespace, name) => this.caches.analysisJobs.get(namespace, name)?.value,
       enqueue,
+      enqueueAfter: (key, delayMs) => {
+        if (this.owns(key)) this.queue?.addAfter(key, delayMs);
+      },
       canWrite: options.canWrite,
       logger: options.logger.child({ runner: 'analysis' }),
     });

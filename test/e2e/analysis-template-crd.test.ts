@@ -158,6 +158,18 @@ describe('the AnalysisTemplate CRD on the API server', () => {
       message: /count must be set with interval/,
     },
     {
+      title: 'an interval of "0" (issue #24 S4: 20 such checks flooded their target)',
+      metrics: [webMetric('flood', { interval: '0', count: 100 })],
+      field: 'spec.metrics[0].interval',
+      message: /interval must be at least 1s/,
+    },
+    {
+      title: 'an interval under a second',
+      metrics: [webMetric('flood', { interval: '999ms', count: 100 })],
+      field: 'spec.metrics[0].interval',
+      message: /interval must be at least 1s/,
+    },
+    {
       title: 'a job check with a successCondition',
       metrics: [{ name: 'smoke', successCondition: 'result == true', provider: jobProvider }],
       field: 'spec.metrics[0]',

@@ -401,6 +401,11 @@ describe('assembleRun: arguments in count, limits and durations (Argo: IntOrStri
       'metrics "webmetric".initialDelay: initialDelay must be a duration such as 90s, 15m or 1h30m ({{args.analysis-interval}} gave "5 minutes")',
     ],
     [
+      'an interval under a second (issue #24 S4)',
+      { 'analysis-interval': '500ms' },
+      'metrics "webmetric".interval: interval must be at least 1s: a shorter one floods the target with requests and the App with status writes ({{args.analysis-interval}} gave "500ms")',
+    ],
+    [
       'a failureLimit above count',
       { 'failure-limit': '4' },
       'metrics "webmetric": count must be at least failureLimit and inconclusiveLimit (count: {{args.analysis-runs}} gave "3"; failureLimit: {{args.failure-limit}} gave "4")',

@@ -4,6 +4,7 @@ import {
   cancelRun,
   ERROR_RETRY_MS,
   inFlight,
+  MEASUREMENT_WRITE_GAP_MS,
   RESULT_GRACE_MS,
   recordMeasurement,
   type Step,
@@ -279,6 +280,34 @@ describe('timing: exact requeue times', () => {
 });
 
 describe('several checks', () => {
+  it('start their measurements together, at most once a second, whatever their intervals (issue #24 S4)', () => {
+    // 20 checks on 20 different intervals, each answer coming back at its own time.
+    const checks = Array.from({ length: 20 }, (_, i) =>
+      check({ name: `c${i}`, interval: `${S + 100 * i}ms`, count: 1000, failureLimit: 0 }),
+    );
+    let state = startRun('pre-1', checks, T0);
+    let now = T0;
+    const starts: number[] = [];
+    let answers: { check: string; n: number; at: number }[] = [];
+    for (let steps = 0; now < T0 + 60 * S && steps < 10_000; steps++) {
+      for (const a of answers.filter((a) => a.at <= now)) {
+        state = recordMeasurement(state, a.check, { n: a.n, ...result('Successful', '0.01') }, now).state;
+      }
+      answers = answers.filter((a) => a.at > now);
+      const step = stepRun(checks, state, now);
+      state = step.state;
+      const fresh = step.actions.filter((a) => !a.resume);
+      if (fresh.length > 0) starts.push(now);
+      answers.push(...fresh.map((a, i) => ({ check: a.check, n: a.n, at: now + 50 + 37 * i })));
+      now = Math.min(...answers.map((a) => a.at), step.requeueAtMs ?? Number.POSITIVE_INFINITY);
+    }
+    const gaps = starts.slice(1).map((t, i) => t - (starts[i] ?? 0));
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(MEASUREMENT_WRITE_GAP_MS);
+    // Each start is one status write: at most one a second, and every check still measured on.
+    expect(starts.length).toBeLessThanOrEqual(61);
+    expect(Math.min(...state.checks.map((c) => c.successful))).toBeGreaterThanOrEqual(12);
+  });
+
   it('ends the run at once when one fails, terminating the others in flight', () => {
     const slow = job();
     const fast = check();
@@ -453,7 +482,7 @@ describe('durability: replay and kill -9', () => {
   });
 
   it('keeps the latest 10 measurements, and the ordinals go on', () => {
-    const many = check({ interval: '0', count: 12 });
+    const many = check({ interval: '1s', count: 12 });
     const run = drive(many, Array(12).fill('Successful'));
     expect(run.step.verdict.phase).toBe('Successful');
     expect(run.checkStatus?.measurements.map((m) => m.n)).toEqual([3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
