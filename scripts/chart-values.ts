@@ -90,6 +90,20 @@ export const ChartValuesSchema = z.strictObject({
   tolerations: anyList,
   affinity: anyObject,
   priorityClassName: z.string(),
+  egress: z.strictObject({
+    allow: z
+      .array(
+        z
+          .string()
+          .regex(
+            /^(\*\.)?[a-zA-Z0-9.-]+$|^\[?[0-9a-fA-F:.]+\]?(\/\d{1,3})?$/,
+            'a host name, *.domain, IP address or CIDR, such as prometheus.monitoring or 10.0.0.0/8',
+          ),
+      )
+      .describe(
+        "--egress-allow: where checks and notifications may connect. Empty: anywhere but loopback, link-local, cloud metadata and the operator's own addresses.",
+      ),
+  }),
   extraArgs: z.array(z.string()),
   extraEnv: anyList,
 });

@@ -9,6 +9,7 @@ import { parseDuration } from './app/duration.ts';
 import { DNS1123_LABEL, DNS1123_SUBDOMAIN } from './app/patterns.ts';
 import { DEFAULT_BUILD_IMAGES } from './build/images.ts';
 import { registryProblem } from './build/registry.ts';
+import { EGRESS_FLAG, parseEgressAllow } from './kube/egress.ts';
 import { MAX_SHARDS } from './kube/shards.ts';
 
 /** A duration flag, read by the App's grammar (app/duration.ts), in milliseconds and at least `min`. */
@@ -66,6 +67,20 @@ const ConfigFields = z.strictObject({
     .regex(DNS1123_SUBDOMAIN, 'must be a Secret name: lowercase letters, digits, "-" and "."')
     .optional()
     .describe('The push Secret, in the App namespace, of Apps without build.pushSecretRef.'),
+  egressAllow: z
+    .array(z.string())
+    .check((ctx) => {
+      try {
+        parseEgressAllow(ctx.value);
+      } catch (err) {
+        ctx.issues.push({
+          code: 'custom',
+          message: err instanceof Error ? err.message : String(err),
+          input: ctx.value,
+        });
+      }
+    })
+    .describe('Where checks and notifications may connect (kube/egress.ts); empty: anywhere but guarded addresses.'),
 });
 // The request timeout's default depends on the renew deadline.
 const ConfigSchema = ConfigFields.transform((c) => ({
@@ -99,7 +114,11 @@ export const USAGE = `teal: the Teal operator
   --kaniko-image IMAGE              build image for engine kaniko (default: ${DEFAULT_BUILD_IMAGES.kaniko})
   --default-registry HOST[/PATH]    Apps without spec.build.image push to HOST[/PATH]/<namespace>/<name>
                                     (e.g. harbor.example.com/apps; default: none, build.image is required)
-  --default-push-secret NAME        the push Secret, in the App's namespace, of Apps without spec.build.pushSecretRef`;
+  --default-push-secret NAME        the push Secret, in the App's namespace, of Apps without spec.build.pushSecretRef
+  ${EGRESS_FLAG} PATTERN[,...]      where web and Prometheus checks and notifications may connect: host names
+                                    (prometheus.monitoring, *.example.com), IP addresses and CIDRs; repeatable.
+                                    Default: anywhere but loopback, link-local, cloud metadata and the operator's
+                                    own addresses, which only an address or CIDR listed here allows (docs/analysis.md)`;
 
 /** What the command line asks of the process: run with a config, or print and exit. */
 export type CommandLine = { run: Config } | { exit: { code: 0; stdout: string } | { code: 2; stderr: string } };
@@ -156,6 +175,7 @@ function readFlags(argv: readonly string[], env: NodeJS.ProcessEnv) {
       'kaniko-image': { type: 'string', default: DEFAULT_BUILD_IMAGES.kaniko },
       'default-registry': { type: 'string' },
       'default-push-secret': { type: 'string' },
+      'egress-allow': { type: 'string', multiple: true, default: [] },
       help: { type: 'boolean', short: 'h' },
     },
   }).values;
@@ -193,6 +213,7 @@ function toConfigInput(values: Flags, env: NodeJS.ProcessEnv) {
     kanikoImage: values['kaniko-image'],
     defaultRegistry: values['default-registry'],
     defaultPushSecret: values['default-push-secret'],
+    egressAllow: values['egress-allow'],
   };
 }
 

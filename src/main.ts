@@ -26,6 +26,8 @@ const { Sources } = await import('./controller/sources.ts');
 const { checkGitUrl } = await import('./git/url.ts');
 const { loadKubeConfig } = await import('./kube/client.ts');
 const { EventRecorder } = await import('./controller/events.ts');
+const { parseEgressAllow } = await import('./kube/egress.ts');
+const { egressFetch, egressPolicy } = await import('./kube/egress-fetch.ts');
 const { defaultIdentity, LeaderElector } = await import('./kube/leader-election.ts');
 const { ShardElection } = await import('./kube/shard-election.ts');
 type ShardElectionOptions = import('./kube/shard-election.ts').ShardElectionOptions;
@@ -128,9 +130,18 @@ function makeController(p: Wiring, canWrite: (appKey: string) => boolean, owns?:
       ...(config.defaultPushSecret ? { pushSecret: config.defaultPushSecret } : {}),
     },
     checkGitUrl: (url) => checkGitUrl(url, { allowFile: config.allowFileGit }),
+    fetch: checkedFetch(p),
     metrics,
   });
   return { apps, sources };
+}
+
+/** The fetch of checks and notifications: --egress-allow judges every connection they make. */
+function checkedFetch({ config, log }: Wiring): typeof fetch {
+  const policy = egressPolicy(parseEgressAllow(config.egressAllow));
+  const allow = policy.allow.map((p) => p.text);
+  log.info({ allow, own: [...policy.own] }, allow.length > 0 ? 'egress: only to the allowed' : 'egress: guarded');
+  return egressFetch(policy);
 }
 
 /** The HTTP server every replica runs: health and metrics, the API and webhooks; it listens once started. */

@@ -11,6 +11,7 @@
 // echo a header), and every error text (one may name the URL). Masking happens
 // before any cut, so half a secret never survives a truncation.
 import { MASK } from '../app/mask.ts';
+import { egressRefusalOf } from '../kube/egress.ts';
 import type { Resolved } from './args.ts';
 import { judge, resultProblem, show } from './condition.ts';
 import { selectJsonPath } from './jsonpath.ts';
@@ -167,6 +168,8 @@ export async function send(url: string, init: RequestInit, options: SendOptions)
       return { ok: false, error: `no answer within ${options.timeoutSeconds}s (${options.timeoutField})` };
     }
     if (options.signal?.aborted) return { ok: false, error: 'the measurement was cancelled' };
+    const refused = egressRefusalOf(error);
+    if (refused) return { ok: false, error: refused.message };
     return { ok: false, error: `the request failed: ${errorText(error)}` };
   }
 }

@@ -40,6 +40,8 @@ export interface AppControllerOptions {
   /** --default-registry and --default-push-secret. */
   buildDefaults?: BuildDefaults;
   checkGitUrl: (url: string) => string | undefined;
+  /** What web and Prometheus checks and notifications connect with (main.ts: --egress-allow judges it). */
+  fetch?: typeof fetch;
   metrics?: Metrics;
 }
 
@@ -72,6 +74,7 @@ function makeSender(client: ClusterClient, enqueue: (key: string) => void, optio
     enqueue,
     canWrite: options.canWrite,
     logger: options.logger.child({ runner: 'notifications' }),
+    ...(options.fetch ? { fetch: options.fetch } : {}),
     ...(metrics
       ? {
           metrics: {
@@ -114,6 +117,7 @@ export class AppController {
       },
       canWrite: options.canWrite,
       logger: options.logger.child({ runner: 'analysis' }),
+      ...(options.fetch ? { fetch: options.fetch } : {}),
     });
     this.sender = makeSender(client, enqueue, options);
     const notifier = new Notifier({

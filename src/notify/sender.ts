@@ -13,6 +13,7 @@
 // destination is only ever named by its name.
 import type { Logger } from 'pino';
 import type { NotificationDestination, PendingNotification } from '../app/schema.ts';
+import { egressRefusalOf, refusalText } from '../kube/egress.ts';
 import { errorMessage } from '../kube/errors.ts';
 import { type NotifiedApp, requestFor } from './bodies.ts';
 import type { Outcome } from './outbox.ts';
@@ -195,6 +196,9 @@ export class Sender {
       await response.body?.cancel();
       return verdictOf(response, to);
     } catch (err) {
+      // Refused by --egress-allow: for good, and named by its address, as the host may hold a token too.
+      const refused = egressRefusalOf(err);
+      if (refused) return { ok: false, retry: false, message: `${to}: ${refusalText(refused.address, refused.why)}` };
       // The error of a fetch may quote the URL: only its kind is told.
       const why = timeout.aborted ? `no answer within ${this.o.timeoutMs / 1000}s` : networkError(err);
       return { ok: false, retry: true, message: `${to}: ${why}` };

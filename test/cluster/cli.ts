@@ -205,6 +205,9 @@ async function startOperator(cluster: Cluster, demo: Demo, logPath: string, file
       ...(fileGit ? ['--allow-file-git'] : []),
       `--http-addr=${HTTP_ADDR}`,
       `--webhook-secret-file=${demo.secretFile}`,
+      // The notification receiver and any check server of the demo listen on 127.0.0.1,
+      // which the operator refuses by default (docs/analysis.md, "Where checks may connect").
+      '--egress-allow=127.0.0.1',
     ],
     { stdio: ['ignore', logFile, logFile] },
   );

@@ -65,6 +65,7 @@ describe('helm lint', () => {
     // Durations as the operator reads them: a bare number has no unit.
     ['--set-string', 'leaderElection.leaseDuration=15', "at '/leaderElection/leaseDuration'"],
     ['--set', 'leaderElection.retryPeriod=2sec', "at '/leaderElection/retryPeriod'"],
+    ['--set', 'egress.allow={http://10.0.0.1/}', "at '/egress/allow/0'"],
   ])('rejects %s %s with a message naming it', async (flag, value, message) => {
     const out = await helm(['template', 'teal', CHART, flag, value]);
     expect(out.code).not.toBe(0);
@@ -85,6 +86,8 @@ describe('the rendered chart', () => {
     }
     const [policy] = find(await configObjects('policy/intents.yaml'), 'ValidatingAdmissionPolicy');
     expect(find(objects, 'ValidatingAdmissionPolicy')[0]?.spec).toEqual(policy?.spec);
+    // Checks and notifications keep to the guarded default: no address is opened.
+    expect(operatorContainer(objects).args.filter((a) => a.startsWith('--egress-allow'))).toEqual([]);
 
     const deployment = find(objects, 'Deployment', 'teal')[0] as Manifest & { spec: { replicas: number } };
     expect(deployment.spec.replicas).toBe(2);
@@ -135,6 +138,8 @@ describe('the rendered chart', () => {
         '--tls-cert-file=/etc/teal/tls/tls.crt',
         '--concurrency=8',
         '--lease-duration=20s',
+        '--egress-allow=10.0.0.0/8',
+        '--egress-allow=*.monitoring.svc',
       ]),
     );
     expect(container.readinessProbe.httpGet.scheme).toBe('HTTPS');

@@ -10,6 +10,8 @@ import { WAIT_MS, waitFor } from './kube.ts';
 import { freePort } from './ports.ts';
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
+/** Where the tests' check servers and notification receivers listen. */
+export const TEST_EGRESS = '127.0.0.1';
 
 export interface Operator {
   process: ChildProcess;
@@ -36,6 +38,12 @@ export interface OperatorOptions {
   lease?: { duration: string; renew: string; retry: string };
   extraArgs?: string[];
   /**
+   * --egress-allow: where checks and notifications may connect. Every server
+   * of the tests listens on 127.0.0.1, which the operator refuses by default;
+   * [] runs with that default.
+   */
+  egressAllow?: string[];
+  /**
    * Run with the flags a rendered Deployment gives its container (the test's
    * --kubeconfig and --http-addr replace the in-cluster ones) and its pod namespace.
    */
@@ -45,6 +53,7 @@ export interface OperatorOptions {
 export async function startOperator(options: OperatorOptions): Promise<Operator> {
   const healthPort = await freePort();
   const lease = options.lease ?? { duration: '15s', renew: '10s', retry: '2s' };
+  const egress = (options.egressAllow ?? [TEST_EGRESS]).map((pattern) => `--egress-allow=${pattern}`);
   const kubeconfig = options.kubeconfig ?? inject('kubeconfig');
   const args = options.deployed
     ? [
@@ -52,6 +61,7 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
         ...options.deployed.args.filter((a) => !a.startsWith('--http-addr')),
         `--kubeconfig=${kubeconfig}`,
         `--http-addr=127.0.0.1:${healthPort}`,
+        ...egress,
         ...(options.extraArgs ?? []),
       ]
     : [
@@ -73,6 +83,7 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
         '--log-level',
         'debug',
         ...(options.tls ? ['--tls-cert-file', options.tls.certFile, '--tls-key-file', options.tls.keyFile] : []),
+        ...egress,
         ...(options.extraArgs ?? []),
       ];
   const dispatcher = options.tls ? new Agent({ connect: { ca: options.tls.ca } }) : undefined;

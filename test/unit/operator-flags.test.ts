@@ -28,6 +28,10 @@ describe('operator flags', () => {
     [['--http-addr', '8081'], '--http-addr: must be host:port'],
     [['--tls-cert-file', '/tmp/cert.pem'], '--tls-cert-file and --tls-key-file go together'],
     [['--no-such-flag'], "Unknown option '--no-such-flag'"],
+    [
+      ['--egress-allow', '10.0.0.0/8,http://prometheus:9090'],
+      '--egress-allow: "http://prometheus:9090": not a host name',
+    ],
   ])('%j is refused: %s', (args, message) => {
     const { code, stderr } = start(args);
     expect(code).toBe(2);
@@ -57,8 +61,18 @@ describe('operator flags', () => {
         gracefulShutdownTimeoutMs: 20_000,
         concurrency: 4,
         httpAddr: '127.0.0.1:8081',
+        // Checks and notifications keep off the guarded addresses unless the operator lists them.
+        egressAllow: [],
       },
     });
+  });
+
+  it('--egress-allow may repeat and take commas', () => {
+    const commandLine = readCommandLine(
+      ['--egress-allow', '127.0.0.1', '--egress-allow=*.monitoring.svc,10.0.0.0/8'],
+      {},
+    );
+    expect(commandLine).toMatchObject({ run: { egressAllow: ['127.0.0.1', '*.monitoring.svc,10.0.0.0/8'] } });
   });
 });
 
