@@ -433,6 +433,8 @@ describe('promote while the checks run', () => {
     w.advance(S);
     w.reconcile([intent('promote', extra)]);
     expect(w.status.prePromotionAnalysis?.phase).toBe('Cancelled');
+    // Its check ends with it (issue #24 A2).
+    expect(w.status.prePromotionAnalysis?.checks.map((c) => c.phase)).toEqual(['Cancelled']);
     expect(w.eventsOf('AnalysisRunCancelled')).toHaveLength(1);
     expect(w.rs(h2).specReplicas).toBe(3);
     expect(w.condition('AnalysisPassed')).toMatchObject({ status: 'True', reason: 'AnalysisSkipped' });
