@@ -6,36 +6,23 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { analysisJobName } from '../../src/analysis/job.ts';
 import type { AppInput } from '../../src/app/schema.ts';
 import { e2eApp } from '../fixtures/apps.ts';
-import {
-  createApp,
-  intent,
-  patchSpec,
-  phase,
-  type StoredApp,
-  selectorHash,
-  waitForApp,
-  watchActiveServices,
-} from '../support/apps.ts';
+import { createApp, intent, patchSpec, phase, type StoredApp, selectorHash, waitForApp } from '../support/apps.ts';
 import { tealIn } from '../support/cli.ts';
-import { clients, createNamespace } from '../support/kube.ts';
-import { type Operator, startOperator } from '../support/operator.ts';
+import { clients } from '../support/kube.ts';
+import { type Invariant, type OperatorNamespace, operatorNamespace } from '../support/operator-namespace.ts';
 
 const { batch } = clients();
 let ns: string;
-let removeNs: () => Promise<void>;
-let operator: Operator;
-let invariant: Awaited<ReturnType<typeof watchActiveServices>>;
+let world: OperatorNamespace;
+let invariant: Invariant;
 
 beforeAll(async () => {
-  ({ name: ns, remove: removeNs } = await createNamespace('analysis-gates'));
-  invariant = await watchActiveServices(ns);
-  operator = await startOperator({ namespace: ns });
+  world = await operatorNamespace('analysis-gates');
+  ({ ns, invariant } = world);
 });
 
 afterAll(async () => {
-  invariant?.stop();
-  await operator?.stop();
-  await removeNs?.();
+  await world?.stop();
 });
 
 /** A job check whose pod passes, or fails when `outcome` is fail (a KWOK stage reads the label). */

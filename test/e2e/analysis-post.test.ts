@@ -4,19 +4,11 @@ import { LABEL_HASH } from '../../src/app/labels.ts';
 import type { AppAnalysisRun, AppInput } from '../../src/app/schema.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { activeRevision, appSteps, checkServers, conditionOf, webCheck } from '../support/analysis.ts';
-import {
-  intent,
-  patchSpec,
-  phase,
-  replicaSetOf,
-  type StoredApp,
-  selectorHash,
-  waitForApp,
-  watchActiveServices,
-} from '../support/apps.ts';
+import { intent, patchSpec, phase, replicaSetOf, type StoredApp, selectorHash, waitForApp } from '../support/apps.ts';
 import { tealIn } from '../support/cli.ts';
-import { clients, createNamespace, waitFor } from '../support/kube.ts';
-import { type Operator, startOperator } from '../support/operator.ts';
+import { clients, waitFor } from '../support/kube.ts';
+import type { Operator } from '../support/operator.ts';
+import { type Invariant, type OperatorNamespace, operatorNamespace } from '../support/operator-namespace.ts';
 import {
   makeReady,
   notReadyTemplate,
@@ -28,26 +20,23 @@ import { watchChanges } from '../support/watch.ts';
 
 const { core } = clients();
 let ns: string;
-let removeNs: () => Promise<void>;
+let world: OperatorNamespace;
 let operator: Operator;
-let invariant: Awaited<ReturnType<typeof watchActiveServices>>;
+let invariant: Invariant;
 const { serve, closeAll: closeServers } = checkServers();
 const { released, newImage } = appSteps(() => ns);
 const stops: (() => void)[] = [];
 
 beforeAll(async () => {
-  ({ name: ns, remove: removeNs } = await createNamespace('analysis-post'));
-  invariant = await watchActiveServices(ns);
-  operator = await startOperator({ namespace: ns });
+  world = await operatorNamespace('analysis-post');
+  ({ ns, operator, invariant } = world);
 });
 
 afterAll(async () => {
   for (const stop of stops) stop();
-  invariant?.stop();
   // The operator first: a measurement it still has in flight may not hang on a closed server.
-  await operator?.stop();
+  await world?.stop();
   await closeServers();
-  await removeNs?.();
 });
 
 // ---- helpers ----
@@ -127,7 +116,7 @@ describe('post-promotion checks', () => {
 
     await operator.kill();
     failing = true;
-    operator = await startOperator({ namespace: ns });
+    operator = await world.startOperator();
 
     const back = await waitForApp(
       ns,

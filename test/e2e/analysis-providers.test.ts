@@ -13,40 +13,38 @@ import { type Prometheus, startPrometheus } from '../cluster/prometheus.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { ARGO_ROLLOUT_ARGS, ARGO_SECRET_TEMPLATE, argoSecretWithArgs } from '../fixtures/argo-templates.ts';
 import { activeRevision, appSteps, checkServers, conditionOf, webCheck } from '../support/analysis.ts';
-import { createApp, phase, replicaSetsOf, type StoredApp, waitForApp, watchActiveServices } from '../support/apps.ts';
+import { createApp, phase, replicaSetsOf, type StoredApp, waitForApp } from '../support/apps.ts';
 import { type Exporter, startExporter } from '../support/exporter.ts';
-import { clients, createNamespace, waitFor } from '../support/kube.ts';
-import { type Operator, startOperator } from '../support/operator.ts';
+import { clients, waitFor } from '../support/kube.ts';
+import type { Operator } from '../support/operator.ts';
+import { type Invariant, type OperatorNamespace, operatorNamespace } from '../support/operator-namespace.ts';
 import { waitForScrape } from '../support/prometheus.ts';
 import { serviceAccount } from '../support/users.ts';
 import { watchChanges } from '../support/watch.ts';
 
 const { core, batch, custom } = clients();
 let ns: string;
-let removeNs: () => Promise<void>;
+let world: OperatorNamespace;
 let operator: Operator;
-let invariant: Awaited<ReturnType<typeof watchActiveServices>>;
+let invariant: Invariant;
 let exporter: Exporter;
 let prom: Prometheus;
 const { serve, closeAll: closeServers } = checkServers();
 const { released, newImage } = appSteps(() => ns);
 
 beforeAll(async () => {
-  ({ name: ns, remove: removeNs } = await createNamespace('analysis-providers'));
-  invariant = await watchActiveServices(ns);
+  world = await operatorNamespace('analysis-providers');
+  ({ ns, operator, invariant } = world);
   exporter = await startExporter();
   prom = await startPrometheus({ targets: [exporter.target], log: (line) => console.error(line) });
-  operator = await startOperator({ namespace: ns });
 });
 
 afterAll(async () => {
-  invariant?.stop();
   // The operator first: a measurement it still has in flight may not hang on a closed server.
-  await operator?.stop();
+  await world?.stop();
   await closeServers();
   await prom?.stop();
   await exporter?.close();
-  await removeNs?.();
 });
 
 // ---- helpers ----

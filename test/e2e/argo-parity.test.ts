@@ -27,11 +27,11 @@ import {
   type StoredApp,
   selectorHash,
   waitForApp,
-  watchActiveServices,
 } from '../support/apps.ts';
 import { tealIn } from '../support/cli.ts';
-import { clients, createNamespace, kubectl, waitFor } from '../support/kube.ts';
-import { type Operator, startOperator } from '../support/operator.ts';
+import { clients, kubectl, waitFor } from '../support/kube.ts';
+import type { Operator } from '../support/operator.ts';
+import { type Invariant, type OperatorNamespace, operatorNamespace } from '../support/operator-namespace.ts';
 import {
   appEvents,
   makeReady,
@@ -53,8 +53,6 @@ import { WAIT_MS } from '../support/wait.ts';
 
 const { apps } = clients();
 
-type Invariant = Awaited<ReturnType<typeof watchActiveServices>>;
-
 /** An App with manual promotion, a preview of one pod and a short scale-down delay, unless told otherwise. */
 function app(name: string, blueGreen: Record<string, unknown> = {}, spec: Partial<AppInput['spec']> = {}): AppInput {
   return e2eApp(name, { blueGreen: { scaleDownDelaySeconds: 2, ...blueGreen }, spec });
@@ -75,20 +73,16 @@ const counts =
 
 describe('issue #10: blue/green semantics', () => {
   let ns: string;
-  let removeNs: () => Promise<void>;
-  let operator: Operator;
+  let world: OperatorNamespace;
   let invariant: Invariant;
 
   beforeAll(async () => {
-    ({ name: ns, remove: removeNs } = await createNamespace('bg-semantics'));
-    invariant = await watchActiveServices(ns);
-    operator = await startOperator({ namespace: ns });
+    world = await operatorNamespace('bg-semantics');
+    ({ ns, invariant } = world);
   });
 
   afterAll(async () => {
-    invariant?.stop();
-    await operator?.stop();
-    await removeNs?.();
+    await world?.stop();
   });
 
   describe.concurrent('each App on its own', () => {
@@ -294,22 +288,19 @@ describe('issue #10: blue/green semantics', () => {
 
 describe('issue #10: the active Service under faults and hand edits', () => {
   let ns: string;
-  let removeNs: () => Promise<void>;
+  let world: OperatorNamespace;
   let operator: Operator | undefined;
   let invariant: Invariant;
   /** B2 points the active Service at a scaled-down revision by hand: the one violation that is not Teal's. */
   let foreignEdit = '';
 
   beforeAll(async () => {
-    ({ name: ns, remove: removeNs } = await createNamespace('bg-faults'));
-    invariant = await watchActiveServices(ns);
-    operator = await startOperator({ namespace: ns });
+    world = await operatorNamespace('bg-faults');
+    ({ ns, operator, invariant } = world);
   });
 
   afterAll(async () => {
-    invariant?.stop();
-    await operator?.stop();
-    await removeNs?.();
+    await world?.stop();
   });
 
   /**
@@ -334,7 +325,7 @@ describe('issue #10: the active Service under faults and hand edits', () => {
     expect(stale.status?.stable?.revision).toBe(1);
     expect((await replicaSetOf(ns, name, h1))?.spec?.replicas).toBe(2);
 
-    operator = await startOperator({ namespace: ns });
+    operator = await world.startOperator();
     await waitForApp(ns, name, 'revision 2 recorded active', activeIs(2));
     await waitForReplicaSetSize(ns, name, h1, 0);
     const after = await getApp(ns, name);
@@ -372,7 +363,7 @@ describe('issue #10: the active Service under faults and hand edits', () => {
     });
     await intent(ns, 'a6-kill', 'promote');
     await killer.done;
-    operator = await startOperator({ namespace: ns });
+    operator = await world.startOperator();
 
     await waitForApp(ns, 'a6-kill', 'revision 2 active', activeIs(2));
     await waitForReplicaSetSize(ns, 'a6-kill', h1, 0);
@@ -430,20 +421,16 @@ describe('issue #10: the active Service under faults and hand edits', () => {
 
 describe('Argo Rollouts parity (cases from argoproj/argo-rollouts test/e2e)', () => {
   let ns: string;
-  let removeNs: () => Promise<void>;
-  let operator: Operator;
+  let world: OperatorNamespace;
   let invariant: Invariant;
 
   beforeAll(async () => {
-    ({ name: ns, remove: removeNs } = await createNamespace('argo-parity'));
-    invariant = await watchActiveServices(ns);
-    operator = await startOperator({ namespace: ns });
+    world = await operatorNamespace('argo-parity');
+    ({ ns, invariant } = world);
   });
 
   afterAll(async () => {
-    invariant?.stop();
-    await operator?.stop();
-    await removeNs?.();
+    await world?.stop();
   });
 
   describe.concurrent('each App on its own', () => {

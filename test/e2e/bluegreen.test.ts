@@ -18,22 +18,21 @@ import {
   replicaSetsOf,
   selectorHash,
   waitForApp,
-  watchActiveServices,
 } from '../support/apps.ts';
-import { clients, createNamespace, waitFor } from '../support/kube.ts';
-import { type Operator, startOperator } from '../support/operator.ts';
+import { clients, waitFor } from '../support/kube.ts';
+import type { Operator } from '../support/operator.ts';
+import { type Invariant, type OperatorNamespace, operatorNamespace } from '../support/operator-namespace.ts';
 import { recordReplicaSets } from '../support/parity.ts';
 
 const { core, custom } = clients();
 let ns: string;
-let removeNs: () => Promise<void>;
+let world: OperatorNamespace;
 let operator: Operator;
-let invariant: Awaited<ReturnType<typeof watchActiveServices>>;
+let invariant: Invariant;
 
 beforeAll(async () => {
-  ({ name: ns, remove: removeNs } = await createNamespace('bluegreen'));
-  invariant = await watchActiveServices(ns);
-  operator = await startOperator({ namespace: ns });
+  world = await operatorNamespace('bluegreen');
+  ({ ns, operator, invariant } = world);
 });
 
 /** Watches a test started, stopped after it whether it passed or not. */
@@ -43,9 +42,7 @@ afterEach(() => {
 });
 
 afterAll(async () => {
-  invariant?.stop();
-  await operator?.stop();
-  await removeNs?.();
+  await world?.stop();
 });
 
 function app(name: string, blueGreen: Record<string, unknown> = {}, extra: Partial<AppInput['spec']> = {}): AppInput {

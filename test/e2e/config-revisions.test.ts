@@ -17,10 +17,10 @@ import {
   replicaSetsOf,
   type StoredApp,
   waitForApp,
-  watchActiveServices,
 } from '../support/apps.ts';
-import { clients, createNamespace, waitFor } from '../support/kube.ts';
-import { type Operator, startOperator } from '../support/operator.ts';
+import { clients, waitFor } from '../support/kube.ts';
+import type { Operator } from '../support/operator.ts';
+import { type Invariant, type OperatorNamespace, operatorNamespace } from '../support/operator-namespace.ts';
 
 const { core } = clients();
 // As the docs name them (not imported: the test must run, and fail, on code without them).
@@ -28,20 +28,17 @@ const ANN_CONFIG_COPIES = 'teal.dev/config-copies';
 const ANN_LIVE_CONFIG = 'teal.dev/live-config';
 const LABEL_CONFIG_COPY = 'teal.dev/config-copy';
 let ns: string;
-let removeNs: () => Promise<void>;
+let world: OperatorNamespace;
 let operator: Operator;
-let invariant: Awaited<ReturnType<typeof watchActiveServices>>;
+let invariant: Invariant;
 
 beforeAll(async () => {
-  ({ name: ns, remove: removeNs } = await createNamespace('config-rev'));
-  invariant = await watchActiveServices(ns);
-  operator = await startOperator({ namespace: ns });
+  world = await operatorNamespace('config-rev');
+  ({ ns, operator, invariant } = world);
 });
 
 afterAll(async () => {
-  invariant?.stop();
-  await operator?.stop();
-  await removeNs?.();
+  await world?.stop();
 });
 
 type PodSpec = Record<string, unknown>;

@@ -18,25 +18,26 @@ import {
 } from '../../src/app/labels.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { createApp, intent, patchSpec, phase, replicaSetOf, selectorHash, waitForApp } from '../support/apps.ts';
-import { clients, createNamespace, kubectl, waitFor } from '../support/kube.ts';
-import { type Operator, startOperator } from '../support/operator.ts';
+import { clients, kubectl, waitFor } from '../support/kube.ts';
+import type { Operator } from '../support/operator.ts';
+import { type OperatorNamespace, operatorNamespace } from '../support/operator-namespace.ts';
 
 const { apps, core, batch } = clients();
 const APP = 'web';
 const COMMIT = 'a'.repeat(40);
 let ns: string;
-let removeNs: () => Promise<void>;
+let world: OperatorNamespace;
 let operator: Operator;
 
 beforeAll(async () => {
-  ({ name: ns, remove: removeNs } = await createNamespace('hostile'));
-  operator = await startOperator({ namespace: ns });
+  world = await operatorNamespace('hostile');
+  ({ ns, operator } = world);
 });
 
 afterAll(async () => {
   // A starved operator never answers SIGTERM: make sure it goes.
   if (operator && operator.process.exitCode === null && operator.process.signalCode === null) await operator.kill();
-  await removeNs?.();
+  await world?.stop();
 });
 
 async function patch(kind: string, name: string, body: unknown): Promise<void> {

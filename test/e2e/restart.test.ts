@@ -19,20 +19,20 @@ import {
   type StoredApp,
   selectorHash,
   waitForApp,
-  watchActiveServices,
 } from '../support/apps.ts';
 import { tealIn } from '../support/cli.ts';
-import { clients, createNamespace, kubeConfig, waitFor } from '../support/kube.ts';
-import { type Operator, startOperator } from '../support/operator.ts';
+import { clients, kubeConfig, waitFor } from '../support/kube.ts';
+import type { Operator } from '../support/operator.ts';
+import { type Invariant, type OperatorNamespace, operatorNamespace } from '../support/operator-namespace.ts';
 import { serviceAccount } from '../support/users.ts';
 import { watchChanges } from '../support/watch.ts';
 
 const { core } = clients();
 const policy = kubeConfig().makeApiClient(PolicyV1Api);
 let ns: string;
-let removeNs: () => Promise<void>;
+let world: OperatorNamespace;
 let operator: Operator;
-let invariant: Awaited<ReturnType<typeof watchActiveServices>>;
+let invariant: Invariant;
 
 const stops: (() => void)[] = [];
 afterEach(() => {
@@ -40,15 +40,12 @@ afterEach(() => {
 });
 
 beforeAll(async () => {
-  ({ name: ns, remove: removeNs } = await createNamespace('restart'));
-  invariant = await watchActiveServices(ns);
-  operator = await startOperator({ namespace: ns });
+  world = await operatorNamespace('restart');
+  ({ ns, operator, invariant } = world);
 });
 
 afterAll(async () => {
-  invariant?.stop();
-  await operator?.stop();
-  await removeNs?.();
+  await world?.stop();
 });
 
 /** A 3-replica App, released; returns it Healthy with its active hash. */
@@ -197,7 +194,7 @@ describe('restart', () => {
 
     await operator.kill();
     await policy.deleteNamespacedPodDisruptionBudget({ namespace: ns, name: 'crash' });
-    operator = await startOperator({ namespace: ns });
+    operator = await world.startOperator();
     await expectRestarted('crash', before, oldPods);
     expect(endpoints.min()).toBeGreaterThanOrEqual(2);
     expect(await eventsOf('crash', 'RestartBlocked')).toHaveLength(1);

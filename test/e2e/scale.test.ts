@@ -21,23 +21,21 @@ import {
   selectorHash,
   waitForApp,
 } from '../support/apps.ts';
-import { clients, createNamespace, kubectl, waitFor } from '../support/kube.ts';
-import { type Operator, startOperator } from '../support/operator.ts';
+import { clients, kubectl, waitFor } from '../support/kube.ts';
+import { type OperatorNamespace, operatorNamespace } from '../support/operator-namespace.ts';
 
 const { kc, custom } = clients();
 const hpas = kc.makeApiClient(k8s.AutoscalingV2Api);
 let ns: string;
-let removeNs: () => Promise<void>;
-let operator: Operator;
+let world: OperatorNamespace;
 
 beforeAll(async () => {
-  ({ name: ns, remove: removeNs } = await createNamespace('scale'));
-  operator = await startOperator({ namespace: ns });
+  world = await operatorNamespace('scale');
+  ({ ns } = world);
 });
 
 afterAll(async () => {
-  await operator?.stop();
-  await removeNs?.();
+  await world?.stop();
 });
 
 interface Scale {

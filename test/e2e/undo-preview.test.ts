@@ -9,20 +9,20 @@ import {
   type StoredApp,
   selectorHash,
   waitForApp,
-  watchActiveServices,
 } from '../support/apps.ts';
 import { tealIn } from '../support/cli.ts';
-import { clients, createNamespace, waitFor } from '../support/kube.ts';
-import { type Operator, startOperator } from '../support/operator.ts';
+import { clients, waitFor } from '../support/kube.ts';
+import type { Operator } from '../support/operator.ts';
+import { type Invariant, type OperatorNamespace, operatorNamespace } from '../support/operator-namespace.ts';
 import { serviceAccount } from '../support/users.ts';
 import { watchChanges } from '../support/watch.ts';
 
 const { core, authn } = clients();
 
 let ns: string;
-let removeNs: () => Promise<void>;
+let world: OperatorNamespace;
 let operator: Operator;
-let invariant: Awaited<ReturnType<typeof watchActiveServices>>;
+let invariant: Invariant;
 let stopWatch: () => void;
 /** Every selector each active Service had, in order. */
 const selections = new Map<string, string[]>();
@@ -87,17 +87,14 @@ async function backOnStable(name: string, hashes: { stable: string; preview: str
 }
 
 beforeAll(async () => {
-  ({ name: ns, remove: removeNs } = await createNamespace('undo-preview'));
-  invariant = await watchActiveServices(ns);
+  world = await operatorNamespace('undo-preview');
+  ({ ns, operator, invariant } = world);
   stopWatch = await recordSelections(ns);
-  operator = await startOperator({ namespace: ns });
 });
 
 afterAll(async () => {
   stopWatch?.();
-  invariant?.stop();
-  await operator?.stop();
-  await removeNs?.();
+  await world?.stop();
 });
 
 describe('undo with a revision in preview', () => {
