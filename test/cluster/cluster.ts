@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { waitFor } from '../support/wait.ts';
+import { freePorts } from '../support/ports.ts';
+import { StopWaiting, waitFor } from '../support/wait.ts';
 
 const run = promisify(execFile);
 const here = fileURLToPath(new URL('.', import.meta.url));
@@ -42,13 +43,36 @@ export async function ensureBinaries(log: (line: string) => void = () => {}): Pr
   return out.trim().split('\n').at(-1) as string;
 }
 
-/** The kwokctl configuration: local binaries, loopback only, and Teal's stages. */
-export function kwokctlConfig(binDir: string): string {
+/** The ports the binary runtime gives the components, named as kwokctl's options. */
+const PORT_OPTIONS = [
+  'etcdPeerPort',
+  'etcdPort',
+  'kubeApiserverPort',
+  'kwokControllerPort',
+  'kubeControllerManagerPort',
+  'kubeSchedulerPort',
+] as const;
+export type ClusterPorts = Record<(typeof PORT_OPTIONS)[number], number>;
+
+/**
+ * Ports for one boot, chosen by the OS. Left to itself, kwokctl counts down
+ * from 32767 in every process, so control planes booting at once on one
+ * machine pick the same ports; the OS picks at random. Either way a port is
+ * only free until its component binds it: startCluster boots again on a clash.
+ */
+export async function clusterPorts(): Promise<ClusterPorts> {
+  const ports = await freePorts(PORT_OPTIONS.length);
+  return Object.fromEntries(PORT_OPTIONS.map((option, i) => [option, ports[i]])) as ClusterPorts;
+}
+
+/** The kwokctl configuration: local binaries, loopback only, the given ports, and Teal's stages. */
+export function kwokctlConfig(binDir: string, ports: ClusterPorts): string {
   return `apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokctlConfiguration
 options:
   runtime: binary
   bindAddress: 127.0.0.1
+${PORT_OPTIONS.map((option) => `  ${option}: ${ports[option]}`).join('\n')}
   kubeBinaryPrefix: ${binDir}
   kubectlBinary: ${binDir}/kubectl
   etcdBinary: ${binDir}/etcd
@@ -87,6 +111,8 @@ export interface StartOptions {
   auditPolicy?: string;
   /** The API server's Service IP range; its default, 10.0.0.0/24, holds about 250 Services. */
   serviceClusterIPRange?: string;
+  /** Where each boot's ports come from: clusterPorts, unless a test hands out a taken one. */
+  ports?: () => Promise<ClusterPorts>;
 }
 
 /**
@@ -97,6 +123,11 @@ export interface StartOptions {
 export const BOOT_STEP_MS = 5 * 60_000;
 /** A single kubectl or kwokctl call that hangs is cut off, so that the step tries again. */
 const CALL_MS = 60_000;
+/**
+ * Boots in all, on fresh ports after each port clash: a clash needs another
+ * process to take a port in the moments between its pick and its bind.
+ */
+const BOOT_ATTEMPTS = 3;
 
 export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
   const log = opts.log ?? (() => {});
@@ -114,15 +145,53 @@ export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
   }
   const serviceRange = opts.serviceClusterIPRange;
   const extraArgs = serviceRange ? ['--extra-args', `kube-apiserver=service-cluster-ip-range=${serviceRange}`] : [];
-  try {
-    await boot(cluster, log, extraArgs);
-  } catch (err) {
-    // The cause is usually in a component's own log, which stopCluster removes.
-    printComponentLogs(cluster);
-    await stopCluster(cluster).catch(() => {});
-    throw err;
-  }
+  await bootOnFreshPorts(cluster, opts.ports ?? clusterPorts, log, extraArgs);
   return cluster;
+}
+
+/**
+ * Boots, and when a component could not bind its port boots again from
+ * scratch on ports picked anew: started again, the component would meet the
+ * same taken port. Any other failure, or a clash on the last boot, stops the
+ * cluster and is thrown.
+ */
+async function bootOnFreshPorts(
+  cluster: Cluster,
+  ports: () => Promise<ClusterPorts>,
+  log: (line: string) => void,
+  extraArgs: string[],
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await boot(cluster, await ports(), log, extraArgs);
+    } catch (err) {
+      const clash = portClash(cluster);
+      if (clash === undefined || attempt === BOOT_ATTEMPTS) {
+        // The cause is usually in a component's own log, which stopCluster removes.
+        printComponentLogs(cluster);
+        await stopCluster(cluster).catch(() => {});
+        throw err;
+      }
+      log(`test cluster: ${clash} (boot ${attempt} of ${BOOT_ATTEMPTS}); deleting it and booting again on other ports`);
+      await deleteCluster(cluster);
+    }
+  }
+}
+
+/** What a component logs when another process holds its port; every component then exits. */
+const BIND_FAILURE = /listen tcp (\S+): bind: address already in use/;
+
+/** Which component could not listen on which address, if one of them could not. */
+function portClash(cluster: Pick<Cluster, 'name' | 'workdir'>): string | undefined {
+  const dir = logsDir(cluster);
+  // The audit log holds API requests, not a component's own messages.
+  const logs = existsSync(dir) ? readdirSync(dir).filter((file) => file !== 'audit.log') : [];
+  for (const file of logs) {
+    const address = BIND_FAILURE.exec(readFileSync(join(dir, file), 'utf8'))?.[1];
+    if (address !== undefined)
+      return `${file.replace(/\.log$/, '')} could not listen on ${address}, taken by another process`;
+  }
+  return undefined;
 }
 
 /**
@@ -130,18 +199,19 @@ export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
  * readiness wait does not fail the command: each step here waits for its own
  * condition and retries while a component is still starting.
  */
-async function boot(cluster: Cluster, log: (line: string) => void, extraArgs: string[] = []): Promise<void> {
+async function boot(
+  cluster: Cluster,
+  ports: ClusterPorts,
+  log: (line: string) => void,
+  extraArgs: string[] = [],
+): Promise<void> {
   const config = join(cluster.workdir, 'kwokctl.yaml');
-  writeFileSync(config, kwokctlConfig(cluster.binDir));
-  await run(
-    join(cluster.binDir, 'kwokctl'),
-    [
-      ...['create', 'cluster', '--name', cluster.name, '--config', config, '--kubeconfig', cluster.kubeconfig],
-      ...auditArgs(cluster),
-      ...extraArgs,
-    ],
-    { env: cluster.env },
-  );
+  writeFileSync(config, kwokctlConfig(cluster.binDir, ports));
+  await createCluster(cluster, [
+    ...['create', 'cluster', '--name', cluster.name, '--config', config, '--kubeconfig', cluster.kubeconfig],
+    ...auditArgs(cluster),
+    ...extraArgs,
+  ]);
   // A component found stopped is started again: KWOK, for one, gives up on an API
   // server that is slow to answer (about 30 s) and exits.
   const restart = () => restartStoppedComponents(cluster, log);
@@ -166,6 +236,21 @@ async function boot(cluster: Cluster, log: (line: string) => void, extraArgs: st
     'serviceaccount/default',
     restart,
   );
+}
+
+/**
+ * kwokctl create, cut short once a component has found its port taken:
+ * kwokctl would wait two minutes for an API server that cannot start
+ * (its own port or etcd's taken) before it fails.
+ */
+async function createCluster(cluster: Cluster, args: string[]): Promise<void> {
+  const cut = new AbortController();
+  const watch = setInterval(() => portClash(cluster) !== undefined && cut.abort(), 1_000);
+  try {
+    await run(join(cluster.binDir, 'kwokctl'), args, { env: cluster.env, signal: cut.signal });
+  } finally {
+    clearInterval(watch);
+  }
 }
 
 const AUDIT_POLICY = 'audit-policy.yaml';
@@ -229,6 +314,9 @@ async function restartStoppedComponents(cluster: Cluster, log: (line: string) =>
     .filter(([, status]) => status === 'Stopped')
     .map(([component]) => component as string);
   if (stopped.length === 0) return;
+  // Started again, it would fail the same way: the boot ends, and startCluster boots again.
+  const clash = portClash(cluster);
+  if (clash !== undefined) throw new StopWaiting(clash);
   for (const component of stopped) {
     log(`test cluster: ${component} has exited; starting it again. The end of its log:`);
     printLogTail(cluster, `${component}.log`);
@@ -262,9 +350,14 @@ function printLogTail(cluster: Pick<Cluster, 'name' | 'workdir'>, file: string):
   process.stderr.write(`--- ${path} (last ${lines.length} lines) ---\n${cut.join('\n')}\n`);
 }
 
-export async function stopCluster(cluster: Pick<Cluster, 'name' | 'workdir' | 'binDir'>): Promise<void> {
+/** Stops the components and removes what kwokctl made; the workdir stays. */
+async function deleteCluster(cluster: Pick<Cluster, 'name' | 'workdir' | 'binDir'>): Promise<void> {
   const env = { ...process.env, KWOK_WORKDIR: cluster.workdir };
   await run(join(cluster.binDir, 'kwokctl'), ['delete', 'cluster', '--name', cluster.name], { env }).catch(() => {});
+}
+
+export async function stopCluster(cluster: Pick<Cluster, 'name' | 'workdir' | 'binDir'>): Promise<void> {
+  await deleteCluster(cluster);
   rmSync(cluster.workdir, { recursive: true, force: true });
 }
 

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { type V1Job, type V1Pod, VersionApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { kwokctlConfig } from '../cluster/cluster.ts';
+import { clusterPorts, kwokctlConfig } from '../cluster/cluster.ts';
 import { clients, createNamespace, waitFor } from '../support/kube.ts';
 import { serviceAccount } from '../support/users.ts';
 
@@ -46,11 +46,12 @@ describe('the test control plane', () => {
     expect(new URL(kc.getCurrentCluster()?.server ?? '').hostname).toBe('127.0.0.1');
   });
 
-  it('creates clusters from local binaries only: the dry run downloads nothing', async () => {
+  it('creates clusters from local binaries only, on the ports it picked: the dry run downloads nothing', async () => {
     const binDir = inject('binDir');
     const dir = mkdtempSync(join(tmpdir(), 'teal-dryrun-'));
     try {
-      writeFileSync(join(dir, 'kwokctl.yaml'), kwokctlConfig(binDir));
+      const ports = await clusterPorts();
+      writeFileSync(join(dir, 'kwokctl.yaml'), kwokctlConfig(binDir, ports));
       const { stdout, stderr } = await promisify(execFile)(
         join(binDir, 'kwokctl'),
         [
@@ -77,6 +78,11 @@ describe('the test control plane', () => {
       expect([...output.matchAll(/--(?:bind|server)-address=(\S+)/g)].map((m) => m[1]?.split(':')[0])).toEqual(
         expect.arrayContaining(['127.0.0.1']),
       );
+      // Every port a server would listen on is one the harness picked, none of kwokctl's own choosing.
+      const listening = output.matchAll(
+        /--(?:secure-port|node-port|server-address|listen-peer-urls|listen-client-urls)=(?:\S*:)?(\d+)/g,
+      );
+      expect(new Set([...listening].map((m) => Number(m[1])))).toEqual(new Set(Object.values(ports)));
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

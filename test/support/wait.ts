@@ -9,7 +9,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
  */
 export const WAIT_MS = 120_000;
 
-/** Polls until check returns a value other than undefined, or fails with the last reason. */
+/** Thrown by a check when trying again cannot help: the wait ends at once with it. */
+export class StopWaiting extends Error {}
+
+/**
+ * Polls until check returns a value other than undefined, or fails with the
+ * last reason; a check that throws StopWaiting ends the wait at once.
+ */
 export async function waitFor<T>(
   what: string,
   check: () => Promise<T | undefined>,
@@ -22,6 +28,7 @@ export async function waitFor<T>(
       const value = await check();
       if (value !== undefined) return value;
     } catch (err) {
+      if (err instanceof StopWaiting) throw err;
       last = err;
     }
     if (Date.now() > deadline) {
