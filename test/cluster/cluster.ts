@@ -210,6 +210,7 @@ async function boot(
   await createCluster(cluster, [
     ...['create', 'cluster', '--name', cluster.name, '--config', config, '--kubeconfig', cluster.kubeconfig],
     ...auditArgs(cluster),
+    ...SINGLE_INSTANCE_ARGS,
     ...extraArgs,
   ]);
   // A component found stopped is started again: KWOK, for one, gives up on an API
@@ -237,6 +238,17 @@ async function boot(
     restart,
   );
 }
+
+/**
+ * The controller-manager and the scheduler run once each, so they need no
+ * leader election, and with it they exit when a renewal misses its 10 s
+ * deadline: on a loaded machine that happened mid-run ("leaderelection
+ * lost"), and from then on no pod was created or scheduled for any test.
+ */
+const SINGLE_INSTANCE_ARGS = [
+  ...['--extra-args', 'kube-controller-manager=leader-elect=false'],
+  ...['--extra-args', 'kube-scheduler=leader-elect=false'],
+];
 
 /**
  * kwokctl create, cut short once a component has found its port taken:
