@@ -19,7 +19,10 @@
 // The library bounds parsing (length, AST nodes, nesting); this module adds what
 // it does not:
 // - time: evaluation runs under node:vm's timeout, used only as a watchdog (the
-//   library, not vm, is the sandbox); nested macros over a large result end there;
+//   library, not vm, is the sandbox); nested macros over a large result end there,
+//   and the measurement is Failed (see judge). The operator never runs this on its
+//   main thread: condition-pool.ts runs it in a worker, killed at a deadline of its
+//   own, with a time budget per App;
 // - memory: no way to grow a value beyond the sum of what the expression names.
 //   Ropes make `s + s` free until a string is read, then it is materialized at
 //   once, beyond any timeout or a worker's heap limit (measured: a 1 MB result
@@ -99,13 +102,24 @@ const REFUSED: Record<string, string> = {
 
 type Compiled = { ok: true; run: (context: { result: unknown }) => unknown } | { ok: false; problem: string };
 
+/** Expressions checkCondition remembers: the same few conditions are checked at every reconcile. */
+const CHECKED_LIMIT = 1024;
+const checked = new Map<string, string | undefined>();
+
 /**
  * A condition's problem at validation time, so an App with a bad condition is
- * refused before anything runs; undefined when it is fine.
+ * refused before anything runs; undefined when it is fine. Remembered, as it
+ * runs on the main thread at every reconcile of every App: parsing 20 checks'
+ * conditions anew each time was a visible part of a reconcile.
  */
 export function checkCondition(expression: string): string | undefined {
+  if (checked.has(expression)) return checked.get(expression);
   const compiled = compile(expression);
-  return compiled.ok ? undefined : compiled.problem;
+  const problem = compiled.ok ? undefined : compiled.problem;
+  // The oldest goes first: a Map iterates in insertion order.
+  if (checked.size >= CHECKED_LIMIT) checked.delete(checked.keys().next().value ?? '');
+  checked.set(expression, problem);
+  return problem;
 }
 
 function compile(expression: string): Compiled {
@@ -188,7 +202,11 @@ function isNode(value: unknown): value is ASTNode {
   return typeof value === 'object' && value !== null && 'op' in value && 'args' in value;
 }
 
-export type ConditionOutcome = { ok: true; value: boolean } | { ok: false; error: string };
+/**
+ * outOfTime: the evaluation was stopped at EVALUATION_TIMEOUT_MS, which judge
+ * reads as Failed rather than Error.
+ */
+export type ConditionOutcome = { ok: true; value: boolean } | { ok: false; error: string; outOfTime?: true };
 
 /**
  * Evaluates a condition with `result` bound to the measured value (an absent
@@ -203,6 +221,7 @@ export function evaluateCondition(expression: string, result: unknown): Conditio
   try {
     value = withDeadline(() => compiled.run({ result: result ?? null }));
   } catch (error) {
+    if (isTimeout(error)) return { ok: false, error: OUT_OF_TIME, outOfTime: true };
     return { ok: false, error: evaluationError(error) };
   }
   if (typeof value === 'boolean') return { ok: true, value };
@@ -224,57 +243,62 @@ function withDeadline(fn: () => unknown): unknown {
   }
 }
 
+const OUT_OF_TIME = `the condition took longer than ${EVALUATION_TIMEOUT_MS} ms`;
+
 // The timeout's error comes from the vm context's realm: not an `instanceof Error` here.
+function isTimeout(error: unknown): boolean {
+  return (
+    typeof error === 'object' && error !== null && 'code' in error && error.code === 'ERR_SCRIPT_EXECUTION_TIMEOUT'
+  );
+}
+
 function evaluationError(error: unknown): string {
-  if (typeof error === 'object' && error !== null && 'code' in error && error.code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') {
-    return `the condition took longer than ${EVALUATION_TIMEOUT_MS} ms`;
-  }
   if (error instanceof RangeError) return `the condition ran out of room: ${firstLine(error)}`;
   return firstLine(error);
 }
 
-/** Why a result is too large or not JSON for a condition; undefined when it is fine. */
+/**
+ * Why a result is too large or not JSON for a condition; undefined when it is
+ * fine. It runs on the main thread for every answer, so it walks without
+ * allocating per value: values and their depths on two stacks.
+ */
 export function resultProblem(result: unknown): string | undefined {
-  const pending: Array<{ value: unknown; depth: number }> = [{ value: result, depth: 0 }];
+  const pending: unknown[] = [result];
+  const depths: number[] = [0];
   let values = 0;
   let text = 0;
-  for (let next = pending.pop(); next; next = pending.pop()) {
-    const { value, depth } = next;
+  while (pending.length > 0) {
+    const value = pending.pop();
+    const depth = depths.pop() ?? 0;
     values++;
     if (depth > MAX_RESULT_DEPTH) return `the result nests deeper than ${MAX_RESULT_DEPTH} levels`;
-    const members = membersOf(value, depth === 0);
-    if (members === undefined) return `the result holds ${typeName(value)}, which is not JSON`;
-    if (values + pending.length + members.count > MAX_RESULT_VALUES) {
-      return `the result has more than ${MAX_RESULT_VALUES} values`;
-    }
     if (typeof value === 'string') text += value.length;
-    for (const [key, item] of members.items) {
-      text += key.length;
-      pending.push({ value: item, depth: depth + 1 });
-    }
+    else if (isScalar(value) || (value === undefined && depth === 0)) continue;
+    else if (Array.isArray(value) || isPlainObject(value)) {
+      const keys = Array.isArray(value) ? undefined : Object.keys(value);
+      const count = keys ? keys.length : (value as unknown[]).length;
+      if (values + pending.length + count > MAX_RESULT_VALUES)
+        return `the result has more than ${MAX_RESULT_VALUES} values`;
+      if (keys) {
+        for (const key of keys) {
+          text += key.length;
+          pending.push((value as Record<string, unknown>)[key]);
+          depths.push(depth + 1);
+        }
+      } else {
+        for (const item of value as unknown[]) {
+          pending.push(item);
+          depths.push(depth + 1);
+        }
+      }
+    } else return `the result holds ${typeName(value)}, which is not JSON`;
     if (text > MAX_RESULT_TEXT) return `the result has more than ${MAX_RESULT_TEXT} characters of text`;
   }
   return undefined;
 }
 
-/** A JSON value's members, counted before they are listed; undefined when the value is not JSON. */
-function membersOf(value: unknown, top: boolean): { count: number; items: Iterable<[string, unknown]> } | undefined {
-  if (value === null || typeof value === 'number' || typeof value === 'boolean' || typeof value === 'string') {
-    return { count: 0, items: [] };
-  }
-  if (value === undefined) return top ? { count: 0, items: [] } : undefined;
-  if (Array.isArray(value)) return { count: value.length, items: arrayItems(value) };
-  if (!isPlainObject(value)) return undefined;
-  const keys = Object.keys(value);
-  return { count: keys.length, items: objectItems(value, keys) };
-}
-
-function* arrayItems(array: unknown[]): Generator<[string, unknown]> {
-  for (const item of array) yield ['', item];
-}
-
-function* objectItems(object: Record<string, unknown>, keys: string[]): Generator<[string, unknown]> {
-  for (const key of keys) yield [key, object[key]];
+function isScalar(value: unknown): boolean {
+  return value === null || typeof value === 'number' || typeof value === 'boolean';
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -295,12 +319,18 @@ export interface Judgement {
  * Successful. Only success: Failed unless it holds. Only failure: Successful
  * unless it holds. Both: failure wins; Inconclusive when neither holds. A
  * condition that cannot be evaluated makes an Error, success checked first.
+ *
+ * Teal's addition (Argo has no time limit): a condition stopped at its deadline
+ * makes the measurement Failed, not Error. Its time depends on the condition and
+ * the size of the answer, both the App's, so a retry 10 s later would spend the
+ * same time to learn the same; Failed counts against failureLimit and is measured
+ * again only at the check's interval, at most count times.
  */
 export function judge(result: unknown, success?: string, failure?: string): Judgement {
   const s = success ? evaluateCondition(success, result) : undefined;
-  if (s && !s.ok) return errorJudgement('successCondition', success ?? '', s.error, result);
+  if (s && !s.ok) return errorJudgement('successCondition', success ?? '', s, result);
   const f = failure ? evaluateCondition(failure, result) : undefined;
-  if (f && !f.ok) return errorJudgement('failureCondition', failure ?? '', f.error, result);
+  if (f && !f.ok) return errorJudgement('failureCondition', failure ?? '', f, result);
   if (!s && !f) return { phase: 'Successful', message: `no condition is set: every result passes (${show(result)})` };
   const phase = decide(s?.value, f?.value);
   return { phase, message: `${reason(phase, success, failure)} for result ${show(result)}` };
@@ -327,13 +357,28 @@ function reason(phase: Exclude<ConditionPhase, 'Error'>, success?: string, failu
   }
 }
 
-function errorJudgement(which: string, expression: string, error: string, result: unknown): Judgement {
+function errorJudgement(
+  which: string,
+  expression: string,
+  { error, outOfTime }: { error: string; outOfTime?: true },
+  result: unknown,
+): Judgement {
+  if (outOfTime)
+    return outOfTimeJudgement(`${which} ${quote(expression)} took longer than ${EVALUATION_TIMEOUT_MS} ms`, result);
   const empty = result === undefined || result === null || (Array.isArray(result) && result.length === 0);
   const why = empty ? `the result is empty, the provider returned no data (${error})` : error;
   return {
     phase: 'Error',
     message: `could not evaluate ${which} ${quote(expression)}: ${why}; result ${show(result)}`,
   };
+}
+
+/**
+ * A measurement whose conditions ran out of time (their deadline, or the App's
+ * time budget): Failed, not retried as an Error would be (see judge).
+ */
+export function outOfTimeJudgement(why: string, result: unknown): Judgement {
+  return { phase: 'Failed', message: `${why}, so the measurement is Failed; result ${show(result)}` };
 }
 
 function quote(expression: string): string {

@@ -10,11 +10,11 @@
 
 import type { MeasurementResult } from './measurement.ts';
 import type { Check } from './schema.ts';
-import { errorResult, errorText, headersOf, type Measured, type MeasureOptions, send, verdict } from './web.ts';
+import { errorResult, errorText, headersOf, type JudgedOptions, type Measured, send, verdict } from './web.ts';
 
 export async function measurePrometheus(
   { check, redact }: Measured,
-  options: MeasureOptions = {},
+  options: JudgedOptions,
 ): Promise<MeasurementResult> {
   try {
     const prometheus = check.provider.prometheus;
@@ -27,7 +27,7 @@ export async function measurePrometheus(
     if (!answer.ok) return errorResult(answer.error, redact);
     const result = queryResult(answer.status, answer.statusText, answer.text);
     if (!result.ok) return errorResult(result.error, redact);
-    return verdict(result.value, check, redact);
+    return await verdict(result.value, check, redact, options);
   } catch (error) {
     return errorResult(`the measurement failed: ${errorText(error)}`, redact);
   }

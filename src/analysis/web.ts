@@ -13,7 +13,8 @@
 import { MASK } from '../app/mask.ts';
 import { egressRefusalOf } from '../kube/egress.ts';
 import type { Resolved } from './args.ts';
-import { judge, resultProblem, show } from './condition.ts';
+import { type Judgement, resultProblem, show } from './condition.ts';
+import type { JudgeRequest } from './condition-pool.ts';
 import { selectJsonPath } from './jsonpath.ts';
 import { bounded, type MeasurementResult } from './measurement.ts';
 import { type Check, MAX_MESSAGE_LENGTH, MAX_VALUE_LENGTH } from './schema.ts';
@@ -28,14 +29,18 @@ export interface MeasureOptions {
   fetch?: typeof fetch;
 }
 
+/** Judges a measured value by the conditions: the operator's ConditionPool, off its main thread. */
+export type Judge = (request: JudgeRequest, signal?: AbortSignal) => Promise<Judgement>;
+
+export interface JudgedOptions extends MeasureOptions {
+  judge: Judge;
+}
+
 /** What a measurement needs from resolveCheck: the real values to send, and the mask for what comes back. */
 export type Measured = Pick<Resolved, 'check' | 'redact'>;
 type Redact = Resolved['redact'];
 
-export async function measureWeb(
-  { check, redact }: Measured,
-  options: MeasureOptions = {},
-): Promise<MeasurementResult> {
+export async function measureWeb({ check, redact }: Measured, options: JudgedOptions): Promise<MeasurementResult> {
   try {
     const web = check.provider.web;
     if (!web) return errorResult('the check has no web provider', redact);
@@ -50,7 +55,7 @@ export async function measureWeb(
     }
     const result = webResult(answer.text, web.jsonPath);
     if (!result.ok) return errorResult(result.error, redact);
-    return verdict(result.value, check, redact);
+    return await verdict(result.value, check, redact, options);
   } catch (error) {
     return errorResult(`the measurement failed: ${errorText(error)}`, redact);
   }
@@ -100,12 +105,18 @@ export function webResult(
  * value with secrets masked: they cannot name a secret (args.ts refuses one
  * there), and the message judge writes then quotes no secret.
  */
-export function verdict(result: unknown, check: Check, redact: Redact): MeasurementResult {
+export async function verdict(
+  result: unknown,
+  check: Check,
+  redact: Redact,
+  { judge, signal }: Pick<JudgedOptions, 'judge' | 'signal'>,
+): Promise<MeasurementResult> {
   // Bounded size and depth first, so masking walks a small value.
   const problem = resultProblem(result);
   if (problem) return errorResult(problem, redact);
   const masked = maskDeep(result, redact);
-  const { phase, message } = judge(masked, check.successCondition, check.failureCondition);
+  const request = { result: masked, success: check.successCondition, failure: check.failureCondition };
+  const { phase, message } = await judge(request, signal);
   return {
     phase,
     value: bounded(redact(show(masked)), MAX_VALUE_LENGTH),

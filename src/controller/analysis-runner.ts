@@ -5,7 +5,9 @@
 // - job checks: the Job is created under a name derived from the key, or
 //   adopted when it exists (a restart, a new leader); its result is read from
 //   the Job itself, through the analysis Job cache, so it survives a restart.
-// - web and prometheus checks: the request runs here in the background; the
+// - web and prometheus checks: the request runs here in the background, and
+//   the conditions judge the answer in the ConditionPool's worker threads, never
+//   on this thread, within the App's time budget; the
 //   answer is kept in memory until the status that records it has landed. A
 //   restart loses it, and the request runs once more for the same key: one
 //   measurement is recorded either way (analysis/run.ts rule 2).
@@ -14,6 +16,7 @@
 // kept, and masked in whatever comes back (args.ts).
 import type { Logger } from 'pino';
 import { bindArgs, builtinEnv, resolveCheck, secretRefs } from '../analysis/args.ts';
+import { ConditionPool, type JudgeRequest } from '../analysis/condition-pool.ts';
 import { type AnalysisJobRef, analysisJobManifest } from '../analysis/job.ts';
 import type { MeasurementResult } from '../analysis/measurement.ts';
 import { measurePrometheus } from '../analysis/prometheus.ts';
@@ -44,6 +47,8 @@ export interface AnalysisRunnerOptions {
   canWrite: (appKey: string) => boolean;
   logger: Logger;
   fetch?: typeof fetch;
+  /** Where conditions are judged; a pool of its own with the default budgets unless given. */
+  conditions?: ConditionPool;
 }
 
 export class AnalysisRunner {
@@ -57,9 +62,11 @@ export class AnalysisRunner {
   /** Job creations sent and not yet answered, with their App key: a shard handed back waits for them. */
   private readonly creating = new Set<{ appKey: string; done: Promise<unknown> }>();
   private stopped = false;
+  private readonly conditions: ConditionPool;
 
   constructor(options: AnalysisRunnerOptions) {
     this.o = options;
+    this.conditions = options.conditions ?? new ConditionPool();
   }
 
   /** The answers that came in for the App and are not yet in its status. */
@@ -103,6 +110,7 @@ export class AnalysisRunner {
     this.stopped = true;
     for (const controller of this.running.values()) controller.abort();
     this.running.clear();
+    void this.conditions.stop();
   }
 
   private release(appKey: string, inFlight: ReadonlySet<string>): void {
@@ -153,7 +161,8 @@ export class AnalysisRunner {
     const resolved = resolveCheck(request.check, values.values, request.builtins);
     if (!resolved.ok) return { phase: 'Error' as const, message: resolved.errors.join('; ') };
     const { provider } = resolved.check;
-    const options = { signal, ...(this.o.fetch ? { fetch: this.o.fetch } : {}) };
+    const judge = (judged: JudgeRequest, abort?: AbortSignal) => this.conditions.judge(app.key, judged, abort);
+    const options = { signal, judge, ...(this.o.fetch ? { fetch: this.o.fetch } : {}) };
     if (provider.web) return measureWeb(resolved, options);
     if (provider.prometheus) return measurePrometheus(resolved, options);
     return this.startJob(app, request, resolved.check);

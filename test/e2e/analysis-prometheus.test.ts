@@ -5,6 +5,7 @@
 // needs a sample); a query Prometheus refuses is an Error naming its errorType.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveCheck } from '../../src/analysis/args.ts';
+import { ConditionPool } from '../../src/analysis/condition-pool.ts';
 import { measurePrometheus } from '../../src/analysis/prometheus.ts';
 import { type CheckInput, CheckSchema } from '../../src/analysis/schema.ts';
 import { type Prometheus, startPrometheus } from '../cluster/prometheus.ts';
@@ -13,6 +14,7 @@ import { waitForScrape } from '../support/prometheus.ts';
 
 let exporter: Exporter;
 let prom: Prometheus;
+const pool = new ConditionPool();
 
 beforeAll(async () => {
   exporter = await startExporter();
@@ -23,6 +25,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await pool.stop();
   await prom?.stop();
   await exporter?.close();
 });
@@ -33,7 +36,7 @@ function measure(query: string, conditions: Conditions, address = prom.url) {
   const check = CheckSchema.parse({ name: 'errors', ...conditions, provider: { prometheus: { address, query } } });
   const resolved = resolveCheck(check, [], { appName: 'a', appNamespace: 'n' });
   if (!resolved.ok) throw new Error(resolved.errors.join('; '));
-  return measurePrometheus(resolved);
+  return measurePrometheus(resolved, { judge: (request) => pool.judge('n/a', request) });
 }
 
 const lowErrors = { successCondition: 'result[0] < 0.05' };

@@ -7,6 +7,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ArgValue, resolveCheck } from '../../src/analysis/args.ts';
+import { ConditionPool } from '../../src/analysis/condition-pool.ts';
 import { type CheckInput, CheckSchema, MAX_MESSAGE_LENGTH, MAX_VALUE_LENGTH } from '../../src/analysis/schema.ts';
 import { MAX_ANSWER_BYTES, measureWeb } from '../../src/analysis/web.ts';
 import { MASK } from '../../src/app/mask.ts';
@@ -17,6 +18,7 @@ const values: ArgValue[] = [{ name: 'token', value: SECRET, secret: true }];
 let server: Server;
 let base: string;
 let lastHeaders: IncomingHttpHeaders = {};
+const pool = new ConditionPool();
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -31,6 +33,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await pool.stop();
   server.closeAllConnections();
   await new Promise((resolve) => server.close(resolve));
 });
@@ -73,7 +76,8 @@ const measure = (
   web: Record<string, unknown>,
   conditions: Pick<CheckInput, 'successCondition' | 'failureCondition'> = {},
   signal?: AbortSignal,
-) => measureWeb(check(web, conditions), signal ? { signal } : {});
+) =>
+  measureWeb(check(web, conditions), { judge: (request) => pool.judge('n/a', request), ...(signal ? { signal } : {}) });
 
 describe('measureWeb: the answer judged', () => {
   const both = { successCondition: 'result.data.latency < 100.0', failureCondition: 'result.data.latency > 500.0' };
