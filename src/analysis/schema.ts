@@ -29,6 +29,12 @@ export const TEMPLATE_PLURAL = 'analysistemplates';
 export const MAX_CHECKS = 20;
 /** Measurements kept per check in status (Argo's DefaultMeasurementHistoryLimit); counters keep the totals. */
 export const MEASUREMENT_HISTORY_LIMIT = 10;
+/**
+ * Errors in a row a check may allow. Argo Rollouts has no maximum; here an
+ * Error is retried every 10 s (run.ts), so this is ten minutes of retries, and
+ * no check retries for ever.
+ */
+export const MAX_CONSECUTIVE_ERROR_LIMIT = 60;
 export const MAX_VALUE_LENGTH = 128;
 export const MAX_MESSAGE_LENGTH = 256;
 
@@ -238,7 +244,13 @@ const WHOLE = {
   count: z.int().min(1, 'count must be at least 1').max(10000, 'count may be at most 10000'),
   failureLimit: z.int().min(0, 'failureLimit may not be negative'),
   inconclusiveLimit: z.int().min(0, 'inconclusiveLimit may not be negative'),
-  consecutiveErrorLimit: z.int().min(0, 'consecutiveErrorLimit may not be negative'),
+  consecutiveErrorLimit: z
+    .int()
+    .min(0, 'consecutiveErrorLimit may not be negative')
+    .max(
+      MAX_CONSECUTIVE_ERROR_LIMIT,
+      `consecutiveErrorLimit may be at most ${MAX_CONSECUTIVE_ERROR_LIMIT}: an Error is retried every 10s, so that is ten minutes of retries`,
+    ),
 };
 
 /** The fields of a check that may hold {{args.<name>}}, until the run starts. */
@@ -354,7 +366,7 @@ const CheckFields = z.strictObject({
   consecutiveErrorLimit: wholeOrArgs('consecutiveErrorLimit')
     .default(4)
     .describe(
-      `Errors in a row allowed (an Error is retried after 10s); one more makes the check Error, which aborts. Default: 4.${ARGS_NOTE}`,
+      `Errors in a row allowed (an Error is retried after 10s); one more makes the check Error, which aborts. At most ${MAX_CONSECUTIVE_ERROR_LIMIT}. Default: 4.${ARGS_NOTE}`,
     ),
   successCondition: condition('success').describe(
     'A measurement is Successful when this holds. Without failureCondition, it is Failed otherwise. Unset with failureCondition unset: every value passes.',

@@ -206,6 +206,12 @@ describe('the AnalysisTemplate CRD on the API server', () => {
       message: /count must be at least failureLimit and inconclusiveLimit/,
     },
     {
+      title: 'a consecutiveErrorLimit over its maximum',
+      metrics: [webMetric('retries', { consecutiveErrorLimit: 61 })],
+      field: 'spec.metrics[0].consecutiveErrorLimit',
+      message: /less than or equal to 60/,
+    },
+    {
       title: 'two checks of one name',
       metrics: [webMetric('twice'), webMetric('twice')],
       field: 'spec.metrics[1]',

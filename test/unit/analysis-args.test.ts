@@ -433,6 +433,18 @@ describe('assembleRun: arguments in count, limits and durations (Argo: IntOrStri
   });
 });
 
+describe('assembleRun: consecutiveErrorLimit has a maximum (issue #24 S2)', () => {
+  it('refuses one over 60 given as text, as the schema refuses the number: no check retries for ever', () => {
+    const inline = assembleRun(
+      AnalysisSchema.parse({ metrics: [{ ...webCheckInput('retries'), consecutiveErrorLimit: '61' }] }),
+      new Map(),
+    );
+    expect(inline.ok ? [] : inline.errors).toEqual([
+      'metrics "retries".consecutiveErrorLimit: consecutiveErrorLimit may be at most 60: an Error is retried every 10s, so that is ten minutes of retries',
+    ]);
+  });
+});
+
 function webCheckInput(name: string): CheckInput {
   return { name, provider: { web: { url: 'http://127.0.0.1:8080/healthz' } } };
 }

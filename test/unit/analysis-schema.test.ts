@@ -131,6 +131,11 @@ describe('AnalysisTemplate refusals name the field', () => {
     ],
     ['a negative failureLimit', template([webMetric({ failureLimit: -1 })]), 'spec.metrics[0].failureLimit: '],
     [
+      'a consecutiveErrorLimit that would retry for ever',
+      template([webMetric({ consecutiveErrorLimit: 61 })]),
+      'spec.metrics[0].consecutiveErrorLimit: consecutiveErrorLimit may be at most 60: an Error is retried every 10s, so that is ten minutes of retries',
+    ],
+    [
       'a metric name that is no DNS label',
       template([webMetric({ name: 'HTTP OK' })]),
       'spec.metrics[0].name: name must be a DNS-1123 label',
