@@ -16,8 +16,10 @@ RUN apt-get update && apt-get install -y --no-install-recommends git ca-certific
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 # The source map maps a logged stack to src/ by hand; --enable-source-maps would
-# hold it parsed in the heap (+80 MiB), so it is off.
-COPY --from=build /src/dist/teal.js /src/dist/teal.js.map /src/dist/teal.js.LEGAL.txt ./dist/
+# hold it parsed in the heap (+80 MiB), so it is off. condition-worker.js is the
+# worker thread that judges checks' conditions; teal.js finds it beside itself.
+COPY --from=build /src/dist/teal.js /src/dist/teal.js.map /src/dist/teal.js.LEGAL.txt \
+     /src/dist/condition-worker.js /src/dist/condition-worker.js.map ./dist/
 USER 1000:1000
 # Flags for a controller's heap, measured at 1,000 Apps converging (docs/memory.md):
 # a small young generation and GC on the main thread keep the peak near the steady

@@ -1,21 +1,28 @@
 // `npm run bundle`: the operator as one minified ESM file, dist/teal.js, which
-// the production image runs. esbuild, because it reads TypeScript itself (no
+// the production image runs, and beside it dist/condition-worker.js, the worker
+// thread that judges checks' conditions (src/analysis/condition-pool.ts finds it
+// beside teal.js): a second entry, so a worker loads the CEL library and not the
+// whole operator. esbuild, because it reads TypeScript itself (no
 // tsc pass first), shakes the unused generated API groups out of
 // @kubernetes/client-node's barrel, and is one dev dependency with no plugins
-// to configure. Beside the bundle: its source map (no sources inside: stack
+// to configure. Beside the bundles: their source maps (no sources inside: stack
 // traces need only the mappings), the licenses of every package bundled, and
 // the metafile that says what went in.
 //
 //   node scripts/bundle.ts [--outdir dist]
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { build, type Metafile } from 'esbuild';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const { values } = parseArgs({ options: { outdir: { type: 'string', default: 'dist' } } });
-const outfile = resolve(root, values.outdir, 'teal.js');
+const outdir = resolve(root, values.outdir);
+const outfile = join(outdir, 'teal.js');
+/** Output name (without .js) to its entry; condition-pool.ts names the worker's. */
+const ENTRIES = { teal: 'src/main.ts', 'condition-worker': 'src/analysis/condition-worker.ts' };
+const outputs = Object.keys(ENTRIES).map((name) => join(outdir, `${name}.js`));
 
 // Bundled CommonJS packages call require() for Node's own modules; an ESM
 // bundle has no require, so it gets one.
@@ -34,8 +41,8 @@ interface BundledPackage {
 
 const result = await build({
   absWorkingDir: root,
-  entryPoints: ['src/main.ts'],
-  outfile,
+  entryPoints: ENTRIES,
+  outdir,
   bundle: true,
   platform: 'node',
   target: 'node24',
@@ -52,10 +59,10 @@ const result = await build({
   metafile: true,
   logLevel: 'warning',
 });
-writeFileSync(join(dirname(outfile), 'teal.meta.json'), JSON.stringify(result.metafile));
-escapeNonAscii(outfile);
+writeFileSync(join(outdir, 'teal.meta.json'), JSON.stringify(result.metafile));
+for (const output of outputs) escapeNonAscii(output);
 appendLicenses(bundledPackages(result.metafile));
-printSummary(result.metafile);
+for (const output of outputs) printSummary(result.metafile, output);
 
 /**
  * esbuild's ascii charset leaves regular expression literals as they are, and
@@ -100,19 +107,31 @@ function readPackage(dir: string): BundledPackage {
   return { name: pkg.name, version: pkg.version, license: pkg.license ?? 'UNKNOWN', text };
 }
 
-/** esbuild's extracted legal comments, followed by each bundled package's license file: one file to ship. */
+/**
+ * esbuild's extracted legal comments, followed by each bundled package's license file: one file
+ * to ship, teal.js.LEGAL.txt, for both bundles (the worker's packages are a part of teal.js's).
+ */
 function appendLicenses(packages: BundledPackage[]): void {
   const legal = `${outfile}.LEGAL.txt`;
-  const comments = existsSync(legal) ? readFileSync(legal, 'utf8').trim() : '';
+  const comments = [...new Set(outputs.flatMap((output) => legalComments(`${output}.LEGAL.txt`)))].join('\n\n');
   const sections = packages.map((p) => `== ${p.name}@${p.version} (${p.license})\n\n${p.text}\n`);
   const head = 'Third-party software bundled into teal.js, with its licenses.\n';
   const tail = comments ? `\n== Legal comments found in the bundled sources\n\n${comments}\n` : '';
   writeFileSync(legal, `${head}\n${sections.join('\n')}${tail}`);
 }
 
-/** The bundle's size and what takes the most room in it, by package. */
-function printSummary(meta: Metafile): void {
-  const output = meta.outputs[Object.keys(meta.outputs).find((k) => k.endsWith('teal.js')) ?? ''];
+/** The comments esbuild extracted into one bundle's LEGAL file, which goes once they are read. */
+function legalComments(file: string): string[] {
+  if (!existsSync(file)) return [];
+  const text = readFileSync(file, 'utf8').trim();
+  rmSync(file);
+  return text ? [text] : [];
+}
+
+/** A bundle's size and what takes the most room in it, by package. */
+function printSummary(meta: Metafile, file: string): void {
+  const name = basename(file);
+  const output = meta.outputs[Object.keys(meta.outputs).find((k) => basename(k) === name) ?? ''];
   const byPackage = new Map<string, number>();
   for (const [input, { bytesInOutput }] of Object.entries(output?.inputs ?? {})) {
     const dir = packageDir(input);
@@ -121,6 +140,6 @@ function printSummary(meta: Metafile): void {
   }
   const kib = (n: number) => `${(n / 1024).toFixed(0)} KiB`;
   const top = [...byPackage].sort((a, b) => b[1] - a[1]).slice(0, 6);
-  console.log(`wrote ${outfile}: ${kib(statSync(outfile).size)}`);
+  console.log(`wrote ${file}: ${kib(statSync(file).size)}`);
   console.log(`  largest parts: ${top.map(([name, bytes]) => `${name} ${kib(bytes)}`).join(', ')}`);
 }

@@ -1,19 +1,24 @@
-// The production image runs dist/teal.js, the one file scripts/bundle.ts makes.
-// This bundles it afresh into a folder outside the repository, where no
+// The production image runs dist/teal.js, which scripts/bundle.ts makes with
+// dist/condition-worker.js beside it (the worker thread that judges conditions).
+// This bundles them afresh into a folder outside the repository, where no
 // node_modules can be found (as in the image, which has none), and runs it the
 // way the Dockerfile's ENTRYPOINT does: --help, a bad flag, then against the
-// control plane an App released to Healthy and /metrics answered.
+// control plane an App released to Healthy and /metrics answered, and a release
+// whose web check's condition the worker judges.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { e2eApp } from '../fixtures/apps.ts';
-import { createApp, phase, waitForApp } from '../support/apps.ts';
-import { entrypointFlags, imageEnv } from '../support/dockerfile.ts';
+import { webCheck } from '../support/analysis.ts';
+import { createApp, patchSpec, phase, waitForApp } from '../support/apps.ts';
+import { copiedFromDist, entrypointFlags, imageEnv } from '../support/dockerfile.ts';
+import { startCheckServer } from '../support/http-check-server.ts';
 import { createNamespace, waitFor } from '../support/kube.ts';
+import { TEST_EGRESS } from '../support/operator.ts';
 import { freePort } from '../support/ports.ts';
 
 const run = promisify(execFile);
@@ -47,6 +52,12 @@ beforeAll(async () => {
 afterAll(() => rmSync(outdir, { recursive: true, force: true }));
 
 describe('the bundled operator, dist/teal.js', () => {
+  it('the image copies every script the bundle made', () => {
+    const scripts = readdirSync(outdir).filter((f) => f.endsWith('.js'));
+    expect(scripts.sort()).toEqual(['condition-worker.js', 'teal.js']);
+    expect(copiedFromDist()).toEqual(expect.arrayContaining(scripts));
+  });
+
   it('prints its usage on stdout with --help and exits 0', async () => {
     const { code, stdout, stderr } = await teal(['--help']);
     expect(code).toBe(0);
@@ -84,12 +95,47 @@ describe('the bundled operator, dist/teal.js', () => {
   });
 });
 
+describe('the bundled condition worker, dist/condition-worker.js', () => {
+  it("judges a web check's condition: a release passes its check and is promoted", async () => {
+    const { name: ns, remove } = await createNamespace('bundle-check');
+    const server = await startCheckServer(() => ({ status: 200, body: { ok: true } }));
+    const port = await freePort();
+    const child = startBundle(ns, port);
+    try {
+      await Promise.race([waitFor('the bundled operator to be ready', () => ready(port)), exitFails(child)]);
+      const check = webCheck('ok', `${server.url}/ok`);
+      await createApp(
+        ns,
+        e2eApp('web', { blueGreen: { autoPromotionEnabled: true, prePromotionAnalysis: { metrics: [check] } } }),
+      );
+      await waitForApp(ns, 'web', 'first release Healthy', phase('Healthy'));
+      await patchSpec(ns, 'web', { image: 'registry.example.com/team/web:2' });
+      const done = await waitForApp(
+        ns,
+        'web',
+        'revision 2 active',
+        (a) => phase('Healthy')(a) && a.status?.active?.revision === 2,
+      );
+      expect(done.status?.prePromotionAnalysis?.checks[0]?.measurements[0]).toMatchObject({
+        phase: 'Successful',
+        message: 'successCondition "result.ok == true" is true for result {"ok":true}',
+      });
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve) : resolve(undefined)));
+      await server.close();
+      await remove();
+    }
+    expect(child.exitCode).toBe(0);
+  });
+});
+
 function startBundle(ns: string, port: number): ChildProcess & { output: () => string } {
   const args = [
     ...entrypointFlags(),
     bundle,
     ...['--kubeconfig', inject('kubeconfig'), '--namespace', ns, '--leader-election-namespace', ns],
-    ...['--http-addr', `127.0.0.1:${port}`],
+    ...['--http-addr', `127.0.0.1:${port}`, `--egress-allow=${TEST_EGRESS}`],
   ];
   const child = spawn(process.execPath, args, { cwd: outdir, env: bareEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';

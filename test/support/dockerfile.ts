@@ -14,6 +14,12 @@ export function entrypointFlags(): string[] {
   return argv.slice(1, -1);
 }
 
+/** The files the image copies from the build stage's dist/ (COPY --from=build /src/dist/x ... ./dist/). */
+export function copiedFromDist(): string[] {
+  const text = readFileSync(DOCKERFILE, 'utf8').replace(/\\\n/g, ' ');
+  return [...text.matchAll(/\/src\/dist\/(\S+)/g)].map((m) => m[1] as string);
+}
+
 /** The Dockerfile's ENV lines (MALLOC_ARENA_MAX). */
 export function imageEnv(): Record<string, string> {
   return Object.fromEntries(
