@@ -346,14 +346,22 @@ describe('promote --skip-checks after an Inconclusive run (issue #24 A5)', () =>
       expect(paused.status?.abort).toBeUndefined();
       const promoted = await teal('promote', name, '--skip-checks');
       expect(promoted.code, promoted.stderr).toBe(0);
-      // A later reconcile than the switch's (or the skip's): revision 1 scaled down after its delay and its
-      // pods counted out, so the condition read is no longer the one written with the skip.
+      await waitForApp(
+        ns,
+        name,
+        'revision 2 active and stable',
+        (a) => activeRevision(2)(a) && a.status?.stable?.revision === 2,
+      );
+      // A reconcile later than the one that switched (or accepted the revision): an action with nothing to
+      // do makes the operator plan again, so the condition read is no longer the one written with the skip.
+      const poke = await intent(ns, name, 'resume');
       const later = await waitForApp(
         ns,
         name,
-        'revision 2 stable, revision 1 gone',
-        (a) => activeRevision(2)(a) && a.status?.stable?.revision === 2 && a.status.replicas === 2,
+        'a reconcile after the skip',
+        (a) => a.status?.handledIntents?.resume === poke,
       );
+      expect(later.status?.phase).toBe('Healthy');
       expect(later.status?.history?.at(-1)).toMatchObject({ revision: 2, checksSkipped: true });
       expect(conditionOf(later, 'AnalysisPassed')).toMatchObject({
         status: 'True',
