@@ -14,7 +14,7 @@
 //   failureCondition (they appear in verdicts) and in a job check, whose spec
 //   anyone who can read Jobs can read (env valueFrom.secretKeyRef keeps it in
 //   the Secret instead).
-import { MASK, masker } from '../app/mask.ts';
+
 import {
   type AppArgument,
   ARG_FIELDS,
@@ -24,7 +24,8 @@ import {
   type CheckSpec,
   type SecretKeyRef,
   type TemplateArgument,
-} from './schema.ts';
+} from '../app/analysis-schema.ts';
+import { MASK, masker } from '../app/mask.ts';
 
 /** An argument after merging templates and App: a value, or where to read one. */
 export type ArgSource = { name: string; value: string } | { name: string; secretKeyRef: SecretKeyRef };

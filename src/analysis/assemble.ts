@@ -2,8 +2,15 @@
 // it names, to the checks and arguments of one run (Argo's
 // NewAnalysisRunFromTemplates, plus Teal's inline metrics), with the arguments
 // in each check's count, limits and durations.
+
+import {
+  type Analysis,
+  type AnalysisTemplateSpec,
+  type Check,
+  type CheckSpec,
+  MAX_CHECKS,
+} from '../app/analysis-schema.ts';
 import { type ArgSource, mergeArgs, type Result, resolveNumbers } from './args.ts';
-import { type Analysis, type AnalysisTemplateSpec, type Check, type CheckSpec, MAX_CHECKS } from './schema.ts';
 
 export interface RunSpec {
   /** Templates' metrics in the order listed, then the inline ones. */

@@ -1,7 +1,7 @@
 import { stringify } from 'yaml';
 import { buildTemplateCrd } from './crd.ts';
 
-const HEADER = '# Generated from src/analysis/schema.ts by `make manifests`. Do not edit.\n';
+const HEADER = '# Generated from src/app/analysis-schema.ts by `make manifests`. Do not edit.\n';
 
 /** The AnalysisTemplate CRD as checked in under config/crd and the chart's crds/. */
 export function renderTemplateCrd(): string {

@@ -1,7 +1,8 @@
 // The AnalysisTemplate CustomResourceDefinition, built from the zod schema the
 // way the App's is (src/app/crd.ts). Pure: the manifests script writes it.
+
+import { AnalysisTemplateSpecSchema, TEMPLATE_KIND, TEMPLATE_PLURAL } from '../app/analysis-schema.ts';
 import { column, crdFor } from '../app/crd.ts';
-import { AnalysisTemplateSpecSchema, TEMPLATE_KIND, TEMPLATE_PLURAL } from './schema.ts';
 
 export function buildTemplateCrd() {
   return crdFor({

@@ -3,12 +3,12 @@
 // Job it created and adopts it instead of starting a second (run.ts, rule 2).
 // Pure: the executor creates, reads and deletes the Jobs.
 
+import { type Check, MAX_MESSAGE_LENGTH } from '../app/analysis-schema.ts';
 import { jobNamePrefix, sha } from '../app/hash.ts';
 import { LABEL_APP, LABEL_MANAGED_BY, MANAGED_BY } from '../app/labels.ts';
 import type { OwnerReference } from '../app/owner.ts';
 import { API_VERSION, KIND } from '../app/schema.ts';
 import { bounded, type MeasurementResult } from './measurement.ts';
-import { type Check, MAX_MESSAGE_LENGTH } from './schema.ts';
 
 /** The run a Job measures for (see analysisRunLabel): deleting a cancelled run's Jobs selects on it. */
 export const LABEL_ANALYSIS = 'teal.dev/analysis';

@@ -2,14 +2,7 @@
 // fields and array indexes, such as {$.data.ok} or {$.items[0]['p99']}. Filters,
 // wildcards and ranges are refused by the schema: the conditions can express
 // those over the whole answer.
-
-const FIELD = String.raw`\.[A-Za-z0-9_-]+`;
-const INDEX = String.raw`\[[0-9]+\]`;
-const QUOTED = String.raw`\['[^'\]]*'\]|\["[^"\]]*"\]`;
-const SEGMENT = `(${FIELD}|${INDEX}|${QUOTED})`;
-
-/** `{$...}`, `{.a.b}` (the `$` is optional inside braces, as in kubectl) or `$...`. */
-export const JSON_PATH_PATTERN = new RegExp(`^(\\{(\\$${SEGMENT}*|${SEGMENT}+)\\}|\\$${SEGMENT}*)$`);
+import { JSON_PATH_PATTERN } from '../app/patterns.ts';
 
 type Step = string | number;
 

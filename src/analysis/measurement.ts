@@ -2,7 +2,7 @@
 // and prometheus checks, phase and message come from condition.ts's judge
 // (Argo's EvaluateResult) and value from its show; for a job check, from the
 // Job's final condition.
-import type { Check, MeasurementPhase } from './schema.ts';
+import type { Check, MeasurementPhase } from '../app/analysis-schema.ts';
 
 export type FinalPhase = Exclude<MeasurementPhase, 'Running'>;
 

@@ -8,8 +8,8 @@
 // ("the provider returned no data") and `size(result) == 0` can accept it.
 // Prometheus writes NaN and ±Inf as strings; they come through as numbers.
 
+import type { Check } from '../app/analysis-schema.ts';
 import type { MeasurementResult } from './measurement.ts';
-import type { Check } from './schema.ts';
 import { errorResult, errorText, headersOf, type JudgedOptions, type Measured, send, verdict } from './web.ts';
 
 export async function measurePrometheus(

@@ -29,8 +29,7 @@
 // stepRun reads time only from `nowMs` and the state's own timestamps, so
 // replaying it on the same state and time gives the same result, and the
 // requeue time it returns is the exact next deadline, never a polling period.
-import { parseDuration } from '../app/duration.ts';
-import { bounded, conditionText, type FinalPhase, type MeasurementResult } from './measurement.ts';
+
 import {
   type AnalysisRunStatus,
   type Check,
@@ -42,7 +41,9 @@ import {
   type MeasurementStatus,
   providerOf,
   type RunPhase,
-} from './schema.ts';
+} from '../app/analysis-schema.ts';
+import { parseDuration } from '../app/duration.ts';
+import { bounded, conditionText, type FinalPhase, type MeasurementResult } from './measurement.ts';
 
 /** Wait after an Error before the next try, whatever the interval (Argo's DefaultErrorRetryInterval). */
 export const ERROR_RETRY_MS = 10_000;

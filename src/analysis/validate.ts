@@ -1,7 +1,8 @@
 // Parsing an AnalysisTemplate read from the API server, with the App's way of
 // naming fields in errors.
+
+import { type AnalysisTemplate, AnalysisTemplateSchema } from '../app/analysis-schema.ts';
 import { formatIssues } from '../app/validate.ts';
-import { type AnalysisTemplate, AnalysisTemplateSchema } from './schema.ts';
 
 export type TemplateValidation = { ok: true; template: AnalysisTemplate } | { ok: false; errors: string[] };
 

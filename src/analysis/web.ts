@@ -10,6 +10,8 @@
 // comes back is masked before anything is shown: the answer itself (a server may
 // echo a header), and every error text (one may name the URL). Masking happens
 // before any cut, so half a secret never survives a truncation.
+
+import { type Check, MAX_MESSAGE_LENGTH, MAX_VALUE_LENGTH } from '../app/analysis-schema.ts';
 import { MASK } from '../app/mask.ts';
 import { egressRefusalOf } from '../kube/egress.ts';
 import type { Resolved } from './args.ts';
@@ -17,7 +19,6 @@ import { type Judgement, resultProblem, show } from './condition.ts';
 import type { JudgeRequest } from './condition-pool.ts';
 import { selectJsonPath } from './jsonpath.ts';
 import { bounded, type MeasurementResult } from './measurement.ts';
-import { type Check, MAX_MESSAGE_LENGTH, MAX_VALUE_LENGTH } from './schema.ts';
 
 /** The most of an answer Teal reads: far above a health or metrics answer, and bounded memory per check. */
 export const MAX_ANSWER_BYTES = 1024 * 1024;

@@ -45,3 +45,12 @@ const DIGEST = '@sha256:[a-f0-9]{64}';
 export const IMAGE_REPOSITORY = new RegExp(`^${REPOSITORY}$`);
 /** A ready image reference, with an optional tag and digest. */
 export const IMAGE_REFERENCE = new RegExp(`^${REPOSITORY}(${TAG})?(${DIGEST})?$`);
+
+// A web check's jsonPath: the part of Kubernetes JSONPath that analysis/jsonpath.ts walks.
+const JSON_FIELD = String.raw`\.[A-Za-z0-9_-]+`;
+const JSON_INDEX = String.raw`\[[0-9]+\]`;
+const JSON_QUOTED = String.raw`\['[^'\]]*'\]|\["[^"\]]*"\]`;
+const JSON_SEGMENT = `(${JSON_FIELD}|${JSON_INDEX}|${JSON_QUOTED})`;
+
+/** `{$...}`, `{.a.b}` (the `$` is optional inside braces, as in kubectl) or `$...`. */
+export const JSON_PATH_PATTERN = new RegExp(`^(\\{(\\$${JSON_SEGMENT}*|${JSON_SEGMENT}+)\\}|\\$${JSON_SEGMENT}*)$`);

@@ -2,8 +2,8 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { type AnalysisJobRef, LABEL_ANALYSIS, observeAnalysisJob } from '../analysis/job.ts';
-import { type AnalysisTemplateSpec, TEMPLATE_PLURAL } from '../analysis/schema.ts';
 import { validateTemplate } from '../analysis/validate.ts';
+import { type AnalysisTemplateSpec, TEMPLATE_PLURAL } from '../app/analysis-schema.ts';
 import { APPS_INDEX, type CachedApp } from '../app/cached.ts';
 import { ANN_REFRESH, INTENT_PREFIX } from '../app/intents.ts';
 import { LABEL_APP } from '../app/labels.ts';

@@ -7,7 +7,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import { inFlight } from '../analysis/run.ts';
-import type { AnalysisTemplateSpec } from '../analysis/schema.ts';
+import type { AnalysisTemplateSpec } from '../app/analysis-schema.ts';
 import { APPS_INDEX, type CachedApp } from '../app/cached.ts';
 import type { ValueProblem } from '../app/cluster-values.ts';
 import { parseDuration } from '../app/duration.ts';

@@ -7,7 +7,7 @@
 // never refuses: the request is recorded, and the operator, which knows,
 // answers with its Event.
 import { z } from 'zod';
-import { RUN_PHASES, type RunPhase } from '../analysis/schema.ts';
+import { RUN_PHASES, type RunPhase } from '../app/analysis-schema.ts';
 import type { Action } from '../app/intents.ts';
 
 export const UNKNOWN = 'unknown';

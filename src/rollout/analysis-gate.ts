@@ -14,7 +14,7 @@
 import type { Builtins } from '../analysis/args.ts';
 import { runIdOf } from '../analysis/job.ts';
 import { cancelRun, inFlight, recordMeasurement, startRun, stepRun } from '../analysis/run.ts';
-import type { AnalysisRunStatus, MeasurementStatus, RunPhase } from '../analysis/schema.ts';
+import type { AnalysisRunStatus, MeasurementStatus, RunPhase } from '../app/analysis-schema.ts';
 import { sha } from '../app/hash.ts';
 import { ANALYSIS_FIELD, type AnalysisKind, type AppAnalysisRun, type AppStatus } from '../app/schema.ts';
 import type { MeasureRequest } from './cluster-actions.ts';

@@ -5,7 +5,7 @@
 // checks that cannot run.
 import { assembleRun } from '../analysis/assemble.ts';
 import { checkCondition } from '../analysis/condition.ts';
-import type { Analysis, Check } from '../analysis/schema.ts';
+import type { Analysis, Check } from '../app/analysis-schema.ts';
 import { ANALYSIS_FIELD, type App } from '../app/schema.ts';
 import type { AnalysisObserved, RunSpec } from './planner.ts';
 

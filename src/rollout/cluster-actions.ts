@@ -4,7 +4,7 @@
 // union of every planner's actions lives) carries them out in order.
 import type { ArgSource, Builtins } from '../analysis/args.ts';
 import type { MeasureAction } from '../analysis/run.ts';
-import type { Check } from '../analysis/schema.ts';
+import type { Check } from '../app/analysis-schema.ts';
 import type { OwnerReference } from '../app/owner.ts';
 import type { AnalysisKind } from '../app/schema.ts';
 import type { ConfigCopy, ConfigKind } from './config-refs.ts';

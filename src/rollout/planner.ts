@@ -4,7 +4,7 @@
 
 import type { ArgSource } from '../analysis/args.ts';
 import type { MeasurementResult } from '../analysis/measurement.ts';
-import type { AnalysisTemplateSpec, Check } from '../analysis/schema.ts';
+import type { AnalysisTemplateSpec, Check } from '../app/analysis-schema.ts';
 import { setCondition } from '../app/conditions.ts';
 import type { PlannerEvent } from '../app/event.ts';
 import type { Intent } from '../app/intents.ts';

@@ -18,7 +18,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import * as k8s from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CheckInput } from '../../src/analysis/schema.ts';
+import type { CheckInput } from '../../src/app/analysis-schema.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { checkServers } from '../support/analysis.ts';
 import { createApp, getApp, patchSpec, phase, type StoredApp, waitForApp } from '../support/apps.ts';

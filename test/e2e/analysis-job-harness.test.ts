@@ -12,7 +12,7 @@ import {
   isAnalysisJobFor,
   jobMeasurement,
 } from '../../src/analysis/job.ts';
-import { type Check, CheckSchema } from '../../src/analysis/schema.ts';
+import { type Check, CheckSchema } from '../../src/app/analysis-schema.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { createApp } from '../support/apps.ts';
 import { clients, createNamespace, waitFor } from '../support/kube.ts';

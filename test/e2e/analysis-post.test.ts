@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AnalysisInput, CheckInput } from '../../src/analysis/schema.ts';
+import type { AnalysisInput, CheckInput } from '../../src/app/analysis-schema.ts';
 import { LABEL_HASH } from '../../src/app/labels.ts';
 import type { AppAnalysisRun, AppInput } from '../../src/app/schema.ts';
 import { e2eApp } from '../fixtures/apps.ts';

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveCheck } from '../../src/analysis/args.ts';
 import { ConditionPool } from '../../src/analysis/condition-pool.ts';
 import { measurePrometheus } from '../../src/analysis/prometheus.ts';
-import { type CheckInput, CheckSchema } from '../../src/analysis/schema.ts';
+import { type CheckInput, CheckSchema } from '../../src/app/analysis-schema.ts';
 import { type Prometheus, startPrometheus } from '../cluster/prometheus.ts';
 import { type Exporter, startExporter } from '../support/exporter.ts';
 import { waitForScrape } from '../support/prometheus.ts';

@@ -5,7 +5,12 @@
 // change of an active Service throughout.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AnalysisInput, TEMPLATE_API_VERSION, TEMPLATE_KIND, TEMPLATE_PLURAL } from '../../src/analysis/schema.ts';
+import {
+  type AnalysisInput,
+  TEMPLATE_API_VERSION,
+  TEMPLATE_KIND,
+  TEMPLATE_PLURAL,
+} from '../../src/app/analysis-schema.ts';
 import { LABEL_HASH } from '../../src/app/labels.ts';
 import { MASK } from '../../src/app/mask.ts';
 import { type AppInput, GROUP, VERSION } from '../../src/app/schema.ts';

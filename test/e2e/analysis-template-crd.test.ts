@@ -4,7 +4,7 @@
 // which embed the same checks.
 import { ApiException } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEMPLATE_KIND, TEMPLATE_PLURAL } from '../../src/analysis/schema.ts';
+import { TEMPLATE_KIND, TEMPLATE_PLURAL } from '../../src/app/analysis-schema.ts';
 import { GROUP, PLURAL, VERSION } from '../../src/app/schema.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { ARGO_SECRET_TEMPLATE, argoSecretWithArgs } from '../fixtures/argo-templates.ts';

@@ -1,7 +1,7 @@
 // Steps the end-to-end tests of checks share: a web check, what an App's status
 // says, releasing and changing an App in the file's namespace, and the HTTP
 // servers that answer web checks.
-import type { CheckInput } from '../../src/analysis/schema.ts';
+import type { CheckInput } from '../../src/app/analysis-schema.ts';
 import type { AppInput } from '../../src/app/schema.ts';
 import { createApp, patchSpec, phase, type StoredApp, waitForApp } from './apps.ts';
 import { type Answering, type CheckServer, startCheckServer } from './http-check-server.ts';

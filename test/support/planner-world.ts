@@ -10,7 +10,7 @@
 import { type AnalysisJobRef, analysisJobName } from '../../src/analysis/job.ts';
 import type { MeasurementResult } from '../../src/analysis/measurement.ts';
 import { inFlight } from '../../src/analysis/run.ts';
-import type { AnalysisTemplateSpec } from '../../src/analysis/schema.ts';
+import type { AnalysisTemplateSpec } from '../../src/app/analysis-schema.ts';
 import type { PlannerEvent } from '../../src/app/event.ts';
 import { podTemplateHash } from '../../src/app/hash.ts';
 import type { Intent } from '../../src/app/intents.ts';

@@ -17,7 +17,7 @@ import {
   type Check,
   type CheckInput,
   CheckSchema,
-} from '../../src/analysis/schema.ts';
+} from '../../src/app/analysis-schema.ts';
 import { MASK } from '../../src/app/mask.ts';
 import { ARGO_ROLLOUT_ARGS, ARGO_SECRET_TEMPLATE, argoSecretWithArgs } from '../fixtures/argo-templates.ts';
 

@@ -12,7 +12,7 @@ import {
   AnalysisTemplateSpecSchema,
   type CheckInput,
   CheckSchema,
-} from '../../src/analysis/schema.ts';
+} from '../../src/app/analysis-schema.ts';
 import type { AppInput } from '../../src/app/schema.ts';
 import type { RolloutAction } from '../../src/rollout/cluster-actions.ts';
 import { intent, makeApp, World } from '../support/planner-world.ts';

@@ -12,7 +12,7 @@ import {
   LABEL_ANALYSIS_CHECK,
   runIdOf,
 } from '../../src/analysis/job.ts';
-import { type Check, type CheckInput, CheckSchema, MAX_MESSAGE_LENGTH } from '../../src/analysis/schema.ts';
+import { type Check, type CheckInput, CheckSchema, MAX_MESSAGE_LENGTH } from '../../src/app/analysis-schema.ts';
 import { API_VERSION, KIND } from '../../src/app/schema.ts';
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;

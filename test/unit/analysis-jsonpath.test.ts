@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { JSON_PATH_PATTERN, selectJsonPath } from '../../src/analysis/jsonpath.ts';
+import { selectJsonPath } from '../../src/analysis/jsonpath.ts';
+import { JSON_PATH_PATTERN } from '../../src/app/patterns.ts';
 
 describe('web.jsonPath: the part of the answer the conditions see as result', () => {
   const answer = { data: { ok: true, 'p-99': 120, 'with space': 1 }, items: [{ value: 3 }, { value: 4 }] };

@@ -2,7 +2,7 @@
 // status before and after a write, so each run and each measurement counts
 // once, when first written ended, however often a status is written again.
 import { describe, expect, it } from 'vitest';
-import type { MeasurementStatus } from '../../src/analysis/schema.ts';
+import type { MeasurementStatus } from '../../src/app/analysis-schema.ts';
 import type { AppAnalysisRun, AppStatus } from '../../src/app/schema.ts';
 import { Metrics } from '../../src/controller/metrics.ts';
 import { countTransitions } from '../../src/controller/reconcile-metrics.ts';

@@ -11,7 +11,7 @@ import {
   startRun,
   stepRun,
 } from '../../src/analysis/run.ts';
-import { type AnalysisRunStatus, type Check, type CheckInput, CheckSchema } from '../../src/analysis/schema.ts';
+import { type AnalysisRunStatus, type Check, type CheckInput, CheckSchema } from '../../src/app/analysis-schema.ts';
 
 const T0 = Date.parse('2026-03-01T12:00:00.000Z');
 const S = 1000;

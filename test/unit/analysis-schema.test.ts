@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { buildTemplateCrd } from '../../src/analysis/crd.ts';
-import { AnalysisRunStatusSchema, AnalysisSchema, CheckSchema } from '../../src/analysis/schema.ts';
 import { validateTemplate } from '../../src/analysis/validate.ts';
+import { AnalysisRunStatusSchema, AnalysisSchema, CheckSchema } from '../../src/app/analysis-schema.ts';
 import { schemaOf } from '../../src/app/crd.ts';
 import { formatIssues } from '../../src/app/validate.ts';
 import { argoSecretWithArgs } from '../fixtures/argo-templates.ts';

@@ -8,8 +8,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ArgValue, resolveCheck } from '../../src/analysis/args.ts';
 import { ConditionPool } from '../../src/analysis/condition-pool.ts';
-import { type CheckInput, CheckSchema, MAX_MESSAGE_LENGTH, MAX_VALUE_LENGTH } from '../../src/analysis/schema.ts';
 import { MAX_ANSWER_BYTES, measureWeb } from '../../src/analysis/web.ts';
+import { type CheckInput, CheckSchema, MAX_MESSAGE_LENGTH, MAX_VALUE_LENGTH } from '../../src/app/analysis-schema.ts';
 import { MASK } from '../../src/app/mask.ts';
 
 const SECRET = 's3cr3t-t0ken-4242';

@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Log, type V1Pod } from '@kubernetes/client-node';
 import { analysisJobName } from '../../analysis/job.ts';
 import { measurementKey } from '../../analysis/run.ts';
-import type { AnalysisRunStatus } from '../../analysis/schema.ts';
+import type { AnalysisRunStatus } from '../../app/analysis-schema.ts';
 import { LABEL_COMMIT } from '../../build/job.ts';
 import { apiStatusOf, ignoreNotFound } from '../../kube/errors.ts';
 import type { Flags } from '../args.ts';

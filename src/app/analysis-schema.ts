@@ -9,11 +9,10 @@
 // Checks sit inside arrays, so their string rules are plain `.regex()` patterns
 // rather than CEL regexes: one CEL regex per array item blows the CRD cost budget.
 import { z } from 'zod';
-import { DURATION_HINT, DURATION_PATTERN, parseDuration } from '../app/duration.ts';
-import { ObjectMetaSchema } from '../app/object-meta.ts';
-import { DNS1123_LABEL, DNS1123_SUBDOMAIN } from '../app/patterns.ts';
-import { type Rule, withRules } from '../app/rules.ts';
-import { JSON_PATH_PATTERN } from './jsonpath.ts';
+import { DURATION_HINT, DURATION_PATTERN, parseDuration } from './duration.ts';
+import { ObjectMetaSchema } from './object-meta.ts';
+import { DNS1123_LABEL, DNS1123_SUBDOMAIN, JSON_PATH_PATTERN } from './patterns.ts';
+import { type Rule, withRules } from './rules.ts';
 
 export const TEMPLATE_API_VERSION = 'teal.dev/v1alpha1';
 /**
