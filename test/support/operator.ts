@@ -50,8 +50,8 @@ export interface OperatorOptions {
   deployed?: { args: string[]; podNamespace: string };
 }
 
-export async function startOperator(options: OperatorOptions): Promise<Operator> {
-  const healthPort = await freePort();
+/** One start on healthPort: the Operator once ready, or 'exited' when the process ended first. */
+async function launch(options: OperatorOptions, healthPort: number): Promise<Operator | { exited: string }> {
   const lease = options.lease ?? { duration: '15s', renew: '10s', retry: '2s' };
   const egress = (options.egressAllow ?? [TEST_EGRESS]).map((pattern) => `--egress-allow=${pattern}`);
   const kubeconfig = options.kubeconfig ?? inject('kubeconfig');
@@ -100,15 +100,22 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
   child.stdout?.on('data', collect);
   child.stderr?.on('data', collect);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  await waitFor(
+  // Its output is whole only once its pipes have closed, which may follow the exit.
+  const closed = new Promise((resolve) => child.once('close', resolve));
+  // An exit ends the wait at once (a throw would only be retried until the deadline).
+  const ready = await waitFor(
     'the operator to be ready',
     async () => {
-      if (child.exitCode !== null) throw new Error(`operator exited (${child.exitCode}):\n${output}`);
+      if (child.exitCode !== null || child.signalCode !== null) return 'exited';
       const res = await fetch(`${scheme}://127.0.0.1:${healthPort}/readyz`, dispatcher ? { dispatcher } : {});
-      return res.ok ? true : undefined;
+      return res.ok ? 'ready' : undefined;
     },
     { timeoutMs: WAIT_MS },
   );
+  if (ready === 'exited') {
+    await closed;
+    return { exited: `operator exited (${child.exitCode ?? child.signalCode}):\n${output}` };
+  }
   return {
     process: child,
     healthPort,
@@ -122,4 +129,23 @@ export async function startOperator(options: OperatorOptions): Promise<Operator>
       return exited;
     },
   };
+}
+
+/** Starts made on fresh ports when the one picked was taken before the operator could listen on it. */
+const PORT_ATTEMPTS = 3;
+
+/**
+ * Starts the operator and waits until it is ready. freePort() frees the port
+ * it found, and on a busy machine another process (a component of another
+ * test cluster) may take it first: the operator then exits with EADDRINUSE,
+ * and is started again on a port picked anew.
+ */
+export async function startOperator(options: OperatorOptions): Promise<Operator> {
+  for (let attempt = 1; ; attempt++) {
+    const healthPort = await freePort();
+    const started = await launch(options, healthPort);
+    if (!('exited' in started)) return started;
+    const taken = started.exited.includes(`EADDRINUSE: address already in use 127.0.0.1:${healthPort}`);
+    if (!taken || attempt === PORT_ATTEMPTS) throw new Error(started.exited);
+  }
 }
