@@ -9,6 +9,7 @@
 // once, as the caller allows). Then drop replays, and hand the matches to
 // onPush, which resolves the ref itself: the payload's SHAs are never used.
 import { readFileSync } from 'node:fs';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyError, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import {
   type BodyEncoding,
@@ -118,7 +119,7 @@ export class RecentIds {
 }
 
 // The body as received, for the signature; parsed only after that.
-class RawBody {
+export class RawBody {
   readonly bytes: Buffer;
   readonly encoding: BodyEncoding;
 
@@ -143,7 +144,6 @@ export const webhooksPlugin: FastifyPluginAsync<WebhookOptions> = async (fastify
   }
   // An empty key would let anyone sign.
   const globalSecret = opts.globalSecret !== undefined && opts.globalSecret.length > 0 ? opts.globalSecret : undefined;
-  const recent = new Map<Provider, RecentIds>(PROVIDERS.map((p) => [p, new RecentIds(maxIds)]));
 
   const logger = (request: FastifyRequest): WebhookLogger => opts.logger ?? request.log;
   const report = (provider: Provider | undefined, result: WebhookResult, log: WebhookLogger): void => {
@@ -184,97 +184,160 @@ export const webhooksPlugin: FastifyPluginAsync<WebhookOptions> = async (fastify
     return reply.code(500).send({ error: 'internal', message: 'internal error' });
   });
 
+  const deliveries = new Deliveries(opts, globalSecret, maxIds);
   fastify.post<{ Params: { provider: string } }>('/webhooks/:provider', { bodyLimit }, async (request, reply) => {
-    const name = request.params.provider;
-    if (!isProvider(name)) return reply.code(404).send({ error: 'not_found', message: 'unknown webhook provider' });
-    const provider = name;
     const log = logger(request);
-    const finish = (result: WebhookResult, status: number, body: object) => {
-      report(provider, result, log);
-      return reply.code(status).send(body);
-    };
+    const answer = await deliveries.handle(
+      { provider: request.params.provider, headers: request.headers, body: request.body },
+      log,
+    );
+    if (answer.result !== undefined) report(providerOf(request.params), answer.result, log);
+    return reply.code(answer.status).send(answer.body);
+  });
+};
 
+/** A delivery as the route hands it over: the provider named in the path, the headers, the body as parsed (a RawBody). */
+export interface DeliveryRequest {
+  provider: string;
+  headers: IncomingHttpHeaders;
+  body: unknown;
+}
+
+/** The reply to a delivery, and what it counts as (none for an unknown provider). */
+export interface DeliveryAnswer {
+  status: number;
+  body: object;
+  result?: WebhookResult;
+}
+
+/**
+ * The handling of a push webhook, without fastify: verify the signature
+ * against the candidates' secrets (or the global one), drop a delivery seen
+ * before, and hand a push to onPush. Its state is the delivery IDs seen.
+ */
+export class Deliveries {
+  private readonly opts: Pick<WebhookOptions, 'candidates' | 'onPush'>;
+  private readonly globalSecret: Buffer | undefined;
+  private readonly recent: Map<Provider, RecentIds>;
+
+  constructor(opts: Pick<WebhookOptions, 'candidates' | 'onPush'>, globalSecret: Buffer | undefined, maxIds: number) {
+    this.opts = opts;
+    this.globalSecret = globalSecret;
+    this.recent = new Map(PROVIDERS.map((p) => [p, new RecentIds(maxIds)]));
+  }
+
+  /** Verified, new and a push: handed to onPush. Every answer says what it counts as. */
+  async handle(request: DeliveryRequest, log: WebhookLogger): Promise<DeliveryAnswer> {
+    if (!isProvider(request.provider)) {
+      return { status: 404, body: { error: 'not_found', message: 'unknown webhook provider' } };
+    }
+    const read = this.read(request.provider, request, log);
+    if ('status' in read) return read;
+    const matched = await this.match(read, log);
+    if (!Array.isArray(matched)) return matched;
+    return this.deliver(read, matched, log);
+  }
+
+  /** The delivery's body parsed, once its signature header is usable (no secret can verify one that is not). */
+  private read(provider: Provider, request: DeliveryRequest, log: WebhookLogger): Delivery | DeliveryAnswer {
     const body = request.body;
     if (!(body instanceof RawBody)) {
-      return finish('bad_request', 400, { error: 'bad_request', message: 'expected an application/json body' });
+      return answer('bad_request', 400, { error: 'bad_request', message: 'expected an application/json body' });
     }
     // Without a usable signature header no secret can verify: stop before any lookup.
     const verify = requestVerifier(provider, request.headers, body.bytes);
     if (verify === undefined) {
       log.warn({ provider }, 'webhook without a usable signature header');
-      return finish('unauthorized', 401, UNAUTHORIZED);
+      return answer('unauthorized', 401, UNAUTHORIZED);
     }
-
-    let delivery: ParsedDelivery;
+    let parsed: ParsedDelivery;
     try {
-      delivery = parseDelivery(provider, request.headers, body.bytes, body.encoding);
+      parsed = parseDelivery(provider, request.headers, body.bytes, body.encoding);
     } catch (err) {
       if (!(err instanceof WebhookParseError)) throw err;
       log.info({ provider, reason: err.message }, 'malformed webhook');
-      return finish('bad_request', 400, { error: 'bad_request', message: err.message });
+      return answer('bad_request', 400, { error: 'bad_request', message: err.message });
     }
-    const hint: WebhookHint = { provider, ...delivery };
+    const hint: WebhookHint = { provider, ...parsed };
     const context = { provider, event: hint.event, delivery: hint.deliveryId, repos: hint.repoUrls.map(redactUrl) };
+    return { hint, verify, context };
+  }
 
+  /** The Apps whose secret (or the global one) verifies the signature; an answer when none does or a lookup failed. */
+  private async match({ hint, verify, context }: Delivery, log: WebhookLogger): Promise<Candidate[] | DeliveryAnswer> {
     let candidates: Candidate[] = [];
     if (hint.repoUrls.length > 0) {
       try {
-        candidates = await opts.candidates(hint);
+        candidates = await this.opts.candidates(hint);
       } catch (err) {
         log.error({ ...context, err }, 'looking up Apps for a webhook failed');
-        return finish('error', 503, UNAVAILABLE);
+        return answer('error', 503, UNAVAILABLE);
       }
     }
-
-    const global = globalSecret !== undefined && verify(globalSecret);
+    const global = this.globalSecret !== undefined && verify(this.globalSecret);
     let matched = uniqueApps(candidates.filter((c) => global || verifiedBy(c.secret, verify)));
     if (!global && matched.length === 0) {
       try {
         matched = await matchAfterReread(candidates, verify);
       } catch (err) {
         log.error({ ...context, err }, 'reading webhook secrets failed');
-        return finish('error', 503, UNAVAILABLE);
+        return answer('error', 503, UNAVAILABLE);
       }
     }
     if (!global && matched.length === 0) {
       log.warn({ ...context, candidates: candidates.length }, 'webhook signature did not verify');
-      return finish('unauthorized', 401, UNAUTHORIZED);
+      return answer('unauthorized', 401, UNAUTHORIZED);
     }
+    return matched;
+  }
 
+  /** A verified delivery: dropped if seen before, ignored unless a push that matched, else handed to onPush. */
+  private async deliver(
+    { hint, context }: Delivery,
+    matched: Candidate[],
+    log: WebhookLogger,
+  ): Promise<DeliveryAnswer> {
     // Recorded only now: an unverified request must not mark an ID as seen.
-    const seen = recent.get(provider);
+    const seen = this.recent.get(hint.provider);
     const id = hint.deliveryId;
     if (id !== undefined && seen?.checkAndAdd(id)) {
       log.info(context, 'duplicate webhook delivery ignored');
-      return finish('duplicate', 200, { duplicate: true });
+      return answer('duplicate', 200, { duplicate: true });
     }
-
     if (hint.kind === 'ping') {
       log.info(context, 'webhook ping');
-      return finish('ignored', 200, { ping: true });
+      return answer('ignored', 200, { ping: true });
     }
     if (hint.kind === 'other') {
       log.debug(context, 'webhook event ignored');
-      return finish('ignored', 200, { ignored: hint.event });
+      return answer('ignored', 200, { ignored: hint.event });
     }
     if (matched.length === 0) {
       log.info({ ...context, refs: hint.refs }, 'webhook push matched no App');
-      return finish('ignored', 200, { matched: [] });
+      return answer('ignored', 200, { matched: [] });
     }
-
     const names = matched.map((c) => `${c.namespace}/${c.name}`);
     try {
-      await opts.onPush(matched, hint);
+      await this.opts.onPush(matched, hint);
     } catch (err) {
       // Let a redelivery of this ID try again.
       if (id !== undefined) seen?.delete(id);
       log.error({ ...context, refs: hint.refs, matched: names, err }, 'triggering Apps for a webhook push failed');
-      return finish('error', 503, UNAVAILABLE);
+      return answer('error', 503, UNAVAILABLE);
     }
     log.info({ ...context, refs: hint.refs, matched: names }, 'webhook push accepted');
-    return finish('accepted', 202, { matched: names });
-  });
-};
+    return answer('accepted', 202, { matched: names });
+  }
+}
+
+/** A delivery read: what it says, the check of its signature, and what every log line of it names. */
+interface Delivery {
+  hint: WebhookHint;
+  verify: Verifier;
+  context: { provider: Provider; event: string; delivery: string | undefined; repos: string[] };
+}
+
+const answer = (result: WebhookResult, status: number, body: object): DeliveryAnswer => ({ status, body, result });
 
 function providerOf(params: unknown): Provider | undefined {
   if (typeof params !== 'object' || params === null || !('provider' in params)) return undefined;

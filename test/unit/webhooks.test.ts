@@ -8,6 +8,8 @@ import { z } from 'zod';
 import { isFullRef, type Provider, parseDelivery, verifySignature } from '../../src/api/webhook-providers.ts';
 import {
   type Candidate,
+  Deliveries,
+  RawBody,
   RecentIds,
   readWebhookSecretFile,
   redactUrl,
@@ -436,6 +438,51 @@ describe('generic', () => {
     ref: 'refs/heads/feature/cart/v2',
     secret: SECRET,
   };
+
+  it('is handled without fastify: Deliveries answers and counts each delivery', async () => {
+    const pushed: string[][] = [];
+    const deliveries = new Deliveries(
+      {
+        candidates: async () => [{ namespace: app.namespace, name: app.name, secret: app.secret }],
+        onPush: async (matched) => void pushed.push(matched.map((c) => `${c.namespace}/${c.name}`)),
+      },
+      undefined,
+      10,
+    );
+    const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
+    const deliver = (provider: string, signedWith: Buffer, id: string) =>
+      deliveries.handle(
+        {
+          provider,
+          headers: {
+            'content-type': 'application/json',
+            'x-signature': signSha256(body, signedWith),
+            'x-delivery-id': id,
+          },
+          body: new RawBody(body, 'json'),
+        },
+        silent,
+      );
+    expect(await deliver('svn', SECRET, 'd-0')).toEqual({
+      status: 404,
+      body: { error: 'not_found', message: 'unknown webhook provider' },
+    });
+    expect(await deliver('generic', Buffer.from('wrong'), 'd-1')).toMatchObject({
+      status: 401,
+      result: 'unauthorized',
+    });
+    expect(await deliver('generic', SECRET, 'd-1')).toEqual({
+      status: 202,
+      body: { matched: ['team/shop'] },
+      result: 'accepted',
+    });
+    expect(await deliver('generic', SECRET, 'd-1')).toEqual({
+      status: 200,
+      body: { duplicate: true },
+      result: 'duplicate',
+    });
+    expect(pushed).toEqual([['team/shop']]);
+  });
 
   it('accepts { repository, ref } signed with X-Signature', async () => {
     const h = harness([app]);
