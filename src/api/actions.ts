@@ -249,6 +249,116 @@ const isAction = (s: string): s is Action => (ACTIONS as readonly string[]).incl
 // Names that cannot exist are answered like Apps that do not.
 const validName = (ns: string, name: string) => DNS1123_LABEL.test(ns) && DNS1123_LABEL.test(name);
 
+/** Records an intent on the App as an annotation, bound to the App's uid when known. */
+export type IntentWriter = (
+  ns: string,
+  name: string,
+  uid: string | undefined,
+  action: Action,
+  intent: string,
+) => Promise<void>;
+
+/** Writes the intent with the operator's identity, as a merge patch. */
+function kubeIntentWriter(kubeConfig: KubeConfig): IntentWriter {
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  return async (ns, name, uid, action, intent) => {
+    await custom.patchNamespacedCustomObject(
+      {
+        ...APP_API,
+        namespace: ns,
+        name,
+        fieldManager: 'teal-api',
+        // The uid makes the write fail if the App was replaced since the checks above.
+        body: {
+          metadata: { ...(uid !== undefined ? { uid } : {}), annotations: { [intentAnnotation(action)]: intent } },
+        },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+  };
+}
+
+/**
+ * The API's three routes as named handlers, without fastify: each takes what
+ * the request says (the user already authenticated and authorized) and
+ * answers a body, or throws an ApiError.
+ */
+export class ApiHandlers {
+  private readonly opts: Pick<ApiOptions, 'apps' | 'replicaSets' | 'isReady'>;
+  private readonly writeIntent: IntentWriter;
+
+  constructor(opts: Pick<ApiOptions, 'apps' | 'replicaSets' | 'isReady'>, writeIntent: IntentWriter) {
+    this.opts = opts;
+    this.writeIntent = writeIntent;
+  }
+
+  /** GET /api/v1/apps: the Apps of one namespace, or of all, in order. */
+  list(namespace: string | undefined): { items: AppView[] } {
+    this.ready();
+    const cache = this.opts.apps();
+    const apps = namespace !== undefined && namespace !== '' ? cache.listByNamespace(namespace) : cache.list();
+    const items = apps
+      .map(appView)
+      .sort(
+        (a, b) =>
+          a.metadata.namespace.localeCompare(b.metadata.namespace) || a.metadata.name.localeCompare(b.metadata.name),
+      );
+    return { items };
+  }
+
+  /** GET /api/v1/namespaces/:ns/apps/:name. */
+  get(ns: string, name: string): AppView {
+    this.ready();
+    return appView(this.lookup(ns, name));
+  }
+
+  /** POST /api/v1/namespaces/:ns/apps/:name/:action: the intent recorded, unless the App as cached refuses it (409). */
+  async act(
+    request: { ns: string; name: string; action: Action; body: unknown; user: UserInfo },
+    log: ApiLogger,
+  ): Promise<{ accepted: true; action: Action; id: string }> {
+    const { ns, name, action, user } = request;
+    this.ready();
+    const body = parseActionBody(action, request.body);
+    const app = this.lookup(ns, name);
+    const replicaSets = this.opts
+      .replicaSets?.()
+      .byIndex(APPS_INDEX, `${ns}/${name}`)
+      .map((c) => c.value);
+    const conflict = conflictOf(app, action, body, replicaSets);
+    if (conflict !== undefined) {
+      log.info({ user: user.username, action, namespace: ns, name, conflict }, 'action refused');
+      throw new ApiError(409, conflict);
+    }
+    const intent = IntentSchema.safeParse({
+      id: randomUUID(),
+      by: user.username,
+      via: 'api',
+      at: new Date().toISOString(),
+      ...body,
+    });
+    if (!intent.success) throw new ApiError(422, intent.error.issues.map((i) => i.message).join('; '));
+    const id = intent.data.id;
+    try {
+      await this.writeIntent(ns, name, app.metadata.uid, action, JSON.stringify(intent.data));
+    } catch (err) {
+      throw patchError(err, ns, name, `/api/v1/namespaces/${ns}/apps/${name}/${action}`, log);
+    }
+    log.info({ user: user.username, action, namespace: ns, name, id, ...body }, `${action} recorded for ${ns}/${name}`);
+    return { accepted: true, action, id };
+  }
+
+  private ready(): void {
+    if (!this.opts.isReady()) throw new ApiError(503, NOT_READY, { 'retry-after': '1' });
+  }
+
+  private lookup(ns: string, name: string): CachedApp {
+    const app = validName(ns, name) ? this.opts.apps().get(ns, name) : undefined;
+    if (!app) throw new ApiError(404, `App ${ns}/${name} not found`);
+    return app;
+  }
+}
+
 export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) => {
   const bodyLimit = opts.bodyLimit ?? DEFAULT_API_BODY_LIMIT;
   if (!Number.isSafeInteger(bodyLimit) || bodyLimit <= 0) throw new Error('api: bodyLimit must be a positive integer');
@@ -258,7 +368,7 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
       kubeConfig: opts.kubeConfig,
       ...(opts.tokenCacheTtlMs !== undefined ? { tokenCacheTtlMs: opts.tokenCacheTtlMs } : {}),
     });
-  const custom = opts.kubeConfig.makeApiClient(CustomObjectsApi);
+  const handlers = new ApiHandlers(opts, kubeIntentWriter(opts.kubeConfig));
   const logger = (request: FastifyRequest): ApiLogger => opts.logger ?? request.log;
   const users = new WeakMap<FastifyRequest, UserInfo>();
 
@@ -301,16 +411,6 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
     users.set(request, user);
   };
 
-  const ready = () => {
-    if (!opts.isReady()) throw new ApiError(503, NOT_READY, { 'retry-after': '1' });
-  };
-
-  const lookup = (ns: string, name: string): CachedApp => {
-    const app = validName(ns, name) ? opts.apps().get(ns, name) : undefined;
-    if (!app) throw new ApiError(404, `App ${ns}/${name} not found`);
-    return app;
-  };
-
   fastify.get<{ Querystring: { namespace?: string | string[] } }>(
     '/api/v1/apps',
     {
@@ -325,17 +425,9 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
       }),
     },
     async (request, reply) => {
-      ready();
       const namespace = request.query.namespace;
-      const cache = opts.apps();
-      const apps = typeof namespace === 'string' && namespace !== '' ? cache.listByNamespace(namespace) : cache.list();
-      const items = apps
-        .map(appView)
-        .sort(
-          (a, b) =>
-            a.metadata.namespace.localeCompare(b.metadata.namespace) || a.metadata.name.localeCompare(b.metadata.name),
-        );
-      return reply.header('cache-control', 'no-store').send({ items });
+      const items = handlers.list(typeof namespace === 'string' ? namespace : undefined);
+      return reply.header('cache-control', 'no-store').send(items);
     },
   );
 
@@ -348,11 +440,8 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
         return { verb: 'get', namespace: ns, name };
       }),
     },
-    async (request, reply) => {
-      ready();
-      const app = lookup(request.params.ns, request.params.name);
-      return reply.header('cache-control', 'no-store').send(appView(app));
-    },
+    async (request, reply) =>
+      reply.header('cache-control', 'no-store').send(handlers.get(request.params.ns, request.params.name)),
   );
 
   fastify.post<{ Params: ActionParams }>(
@@ -372,53 +461,8 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
       const user = users.get(request);
       // onRequest has checked both; this only narrows the types.
       if (!isAction(action) || !user) throw new ApiError(500, 'request not authorized');
-      ready();
-      const body = parseActionBody(action, request.body);
-      const app = lookup(ns, name);
-      const replicaSets = opts
-        .replicaSets?.()
-        .byIndex(APPS_INDEX, `${ns}/${name}`)
-        .map((c) => c.value);
-      const conflict = conflictOf(app, action, body, replicaSets);
-      if (conflict !== undefined) {
-        logger(request).info({ user: user.username, action, namespace: ns, name, conflict }, 'action refused');
-        throw new ApiError(409, conflict);
-      }
-
-      const intent = IntentSchema.safeParse({
-        id: randomUUID(),
-        by: user.username,
-        via: 'api',
-        at: new Date().toISOString(),
-        ...body,
-      });
-      if (!intent.success) throw new ApiError(422, intent.error.issues.map((i) => i.message).join('; '));
-      const id = intent.data.id;
-      try {
-        await custom.patchNamespacedCustomObject(
-          {
-            ...APP_API,
-            namespace: ns,
-            name,
-            fieldManager: 'teal-api',
-            // The uid makes the write fail if the App was replaced since the checks above.
-            body: {
-              metadata: {
-                ...(app.metadata.uid !== undefined ? { uid: app.metadata.uid } : {}),
-                annotations: { [intentAnnotation(action)]: JSON.stringify(intent.data) },
-              },
-            },
-          },
-          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-        );
-      } catch (err) {
-        throw patchError(err, ns, name, request, logger(request));
-      }
-      logger(request).info(
-        { user: user.username, action, namespace: ns, name, id, ...body },
-        `${action} recorded for ${ns}/${name}`,
-      );
-      return reply.code(202).send({ accepted: true, action, id });
+      const accepted = await handlers.act({ ns, name, action, body: request.body, user }, logger(request));
+      return reply.code(202).send(accepted);
     },
   );
 
@@ -432,13 +476,13 @@ function send(reply: FastifyReply, error: ApiError): FastifyReply {
   return reply.code(error.status).headers(error.headers).send(error.body);
 }
 
-function patchError(err: unknown, ns: string, name: string, request: FastifyRequest, log: ApiLogger): ApiError {
+function patchError(err: unknown, ns: string, name: string, url: string, log: ApiLogger): ApiError {
   const code = (err as { code?: unknown }).code;
   if (code === 404) return new ApiError(404, `App ${ns}/${name} not found`);
   // A uid that no longer matches (the App was deleted and created again) is a 422 "field is immutable".
   const replaced = code === 409 || (code === 422 && String((err as { body?: unknown }).body).includes('metadata.uid'));
   if (replaced) return new ApiError(409, `App ${ns}/${name} was replaced meanwhile; try again`);
   if (code === 422) return new ApiError(422, errorMessage(err));
-  log.error({ namespace: ns, name, url: request.url, error: errorMessage(err) }, 'recording an intent failed');
+  log.error({ namespace: ns, name, url, error: errorMessage(err) }, 'recording an intent failed');
   return new ApiError(503, 'the action could not be recorded; try again');
 }

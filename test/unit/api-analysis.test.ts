@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiPlugin, appView, conflictOf, parseActionBody } from '../../src/api/actions.ts';
+import { ApiHandlers, apiPlugin, appView, conflictOf, parseActionBody } from '../../src/api/actions.ts';
 import { ApiError } from '../../src/api/errors.ts';
 import type { CachedApp } from '../../src/app/cached.ts';
 import { IntentSchema, intentAnnotation } from '../../src/app/intents.ts';
@@ -180,5 +180,52 @@ describe('POST promote with skipChecks', () => {
     const res = await api.inject({ method: 'GET', url: '/api/v1/namespaces/ns/apps/web' });
     expect(res.statusCode).toBe(200);
     expect(res.json().analysis).toEqual({ prePromotion: run('Inconclusive') });
+  });
+});
+
+describe('ApiHandlers, without fastify', () => {
+  const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
+  const user = { username: 'ann', groups: [] };
+
+  function handlers(apps: CachedApp[], ready = true) {
+    const written: { ns: string; name: string; uid: string | undefined; action: string; intent: string }[] = [];
+    const h = new ApiHandlers(
+      {
+        apps: () => ({
+          get: (ns: string, name: string) => apps.find((a) => a.metadata.namespace === ns && a.metadata.name === name),
+          list: () => apps,
+          listByNamespace: (ns: string) => apps.filter((a) => a.metadata.namespace === ns),
+        }),
+        isReady: () => ready,
+      },
+      async (ns, name, uid, action, intent) => void written.push({ ns, name, uid, action, intent }),
+    );
+    return { h, written };
+  }
+
+  it('lists, gets and refuses as the routes do: 404 for no such App, 503 before the cache syncs', () => {
+    const { h } = handlers([cached('Inconclusive')]);
+    expect(h.list(undefined).items.map((a) => a.metadata.name)).toEqual(['web']);
+    expect(h.list('other').items).toEqual([]);
+    expect(h.get('ns', 'web').analysis).toEqual({ prePromotion: run('Inconclusive') });
+    expect(() => h.get('ns', 'nope')).toThrow(new ApiError(404, 'App ns/nope not found'));
+    expect(() => handlers([], false).h.list(undefined)).toThrow(ApiError);
+  });
+
+  it('records an intent bound to the App uid, and writes nothing for a refused one', async () => {
+    const { h, written } = handlers([cached('Running')]);
+    const act = (body: unknown) => h.act({ ns: 'ns', name: 'web', action: 'promote', body, user }, silent);
+    await expect(act({})).rejects.toMatchObject({ status: 409 });
+    expect(written).toEqual([]);
+    const accepted = await act({ skipChecks: true });
+    expect(accepted).toMatchObject({ accepted: true, action: 'promote' });
+    expect(written).toHaveLength(1);
+    expect(written[0]).toMatchObject({ ns: 'ns', name: 'web', uid: 'uid-1', action: 'promote' });
+    expect(IntentSchema.parse(JSON.parse(written[0]?.intent ?? ''))).toMatchObject({
+      id: accepted.id,
+      skipChecks: true,
+      by: 'ann',
+      via: 'api',
+    });
   });
 });
