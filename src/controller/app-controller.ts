@@ -13,6 +13,7 @@ import { WorkQueue } from '../kube/workqueue.ts';
 import { Notifier } from '../notify/notifier.ts';
 import { Sender } from '../notify/sender.ts';
 import { AnalysisRunner } from './analysis-runner.ts';
+import { AppMemory } from './app-memory.ts';
 import { type Caches, makeCaches, watchConfigMaps } from './cache.ts';
 import { ClusterClient } from './cluster-client.ts';
 import { Controller, type Decision } from './controller.ts';
@@ -94,6 +95,8 @@ export class AppController {
   private readonly reconciler: Reconciler;
   private readonly runner: AnalysisRunner;
   private readonly sender: Sender;
+  /** What this replica keeps per App; forgotten when the App goes or its shard is handed back. */
+  private readonly memory: AppMemory;
   private queue: WorkQueue | undefined;
   private workers: Promise<void> | undefined;
   /** The reconciles under way, by App key (the queue runs one per key at a time): drain() waits for them. */
@@ -130,8 +133,10 @@ export class AppController {
           : undefined,
       onDropped: (n) => options.metrics?.notifications.inc({ type: 'any', trigger: 'any', result: 'dropped' }, n),
     });
+    this.memory = new AppMemory([options.sources, this.runner, this.sender]);
     this.reconciler = new Reconciler({
       notifier,
+      memory: this.memory,
       caches: this.caches,
       client,
       analysis: this.runner,
@@ -243,9 +248,7 @@ export class AppController {
 
   /** What this replica keeps for an App it does not reconcile: nothing. */
   private letGo(key: string): void {
-    this.options.sources.forget(key);
-    this.runner.forget(key);
-    this.sender.forget(key);
+    this.memory.forget(key);
   }
 
   /** Starts reconciling: on becoming leader. Every App (sharded: of a shard held) is queued once. */

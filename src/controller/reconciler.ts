@@ -54,10 +54,11 @@ import { isAdopted, serviceName } from '../rollout/service.ts';
 import { specProblems } from '../rollout/spec-problems.ts';
 import { configuredRevision, targetRevision } from '../rollout/target.ts';
 import type { AnalysisRunner } from './analysis-runner.ts';
+import type { AppMemory, SecretDigests } from './app-memory.ts';
 import { type Caches, JOBS_INDEX } from './cache.ts';
 import type { ClusterClient } from './cluster-client.ts';
 import type { EventRecorder } from './events.ts';
-import { type ClusterAction, Executor, NotLeaderError, type Target } from './executor.ts';
+import { type ClusterAction, Executor, type ExecutorClient, NotLeaderError, type Target } from './executor.ts';
 import type { Metrics } from './metrics.ts';
 import { countTransitions } from './reconcile-metrics.ts';
 import { failedSummary } from './summary.ts';
@@ -79,8 +80,25 @@ export interface FollowSpec {
   secretName?: string;
 }
 
+/** The caches the reconciler reads, and only what it reads of them. */
+export interface ReconcilerCaches {
+  apps: Pick<Caches['apps'], 'get' | 'addHandler'>;
+  replicaSets: Pick<Caches['replicaSets'], 'byIndex'>;
+  services: Pick<Caches['services'], 'get' | 'listByNamespace'>;
+  jobs: Pick<Caches['jobs'], 'byIndex'>;
+  buildPods: Pick<Caches['buildPods'], 'byIndex'>;
+  analysisJobs: Pick<Caches['analysisJobs'], 'byIndex'>;
+  templates: Pick<Caches['templates'], 'listByNamespace'>;
+  configMaps: Pick<Caches['configMaps'], 'get'>;
+  configCopies: Pick<Caches['configCopies'], 'get'>;
+}
+
+/** The reconciler's calls of its client: the executor's writes, its status write and the reads the caches cannot serve. */
+export type ReconcilerClient = ExecutorClient &
+  Pick<ClusterClient, 'writeStatus' | 'readConfigSource' | 'readSecretKeys' | 'listPods'>;
+
 export interface ReconcilerOptions {
-  caches: Caches;
+  caches: ReconcilerCaches;
   sources: SourceView;
   buildImages: BuildImages;
   /** --default-registry and --default-push-secret, for Apps that leave them out. */
@@ -89,15 +107,17 @@ export interface ReconcilerOptions {
   checkGitUrl: (url: string) => string | undefined;
   metrics?: Metrics;
   /** Every read the cache cannot serve and every write go through this one client. */
-  client: ClusterClient;
+  client: ReconcilerClient;
   /** Takes the measurements of the checks, once the status that starts them has landed. */
-  analysis: Pick<AnalysisRunner, 'resultsFor' | 'dispatch' | 'forget'>;
-  recorder: EventRecorder;
+  analysis: Pick<AnalysisRunner, 'resultsFor' | 'dispatch'>;
+  recorder: Pick<EventRecorder, 'record'>;
   logger: Logger;
   /** Checked before every write for the App: only the holder of its Lease (its shard's, if sharded) writes. */
   canWrite: (appKey: string) => boolean;
   /** Adds the notifications of each status write to it, and sends them once it has landed (src/notify). */
-  notifier?: Pick<Notifier, 'prepare' | 'landed' | 'forget'>;
+  notifier?: Pick<Notifier, 'prepare' | 'landed'>;
+  /** What this replica keeps per App, the sources', analysis' and notifications' included: forgotten when the App goes. */
+  memory: AppMemory;
   now?: () => Date;
 }
 
@@ -129,13 +149,6 @@ interface Reconciliation {
 /** A sub-step: it may act, records what it found true in r.status, and may ask to run again after a while. */
 type SubStep = (r: Reconciliation, app: App) => Promise<Result>;
 
-/** The digests of an App's referenced Secrets, whether its Secret copies in use exist, and when they were read; never their data. */
-interface SecretDigests {
-  readAt: number;
-  digests: Map<string, SourceState>;
-  copies: Map<string, boolean>;
-}
-
 /** The revision's template with its copies, and the copies in use that someone deleted. */
 interface Configuration {
   configured: ConfiguredTemplate<App['spec']['template']>;
@@ -151,28 +164,26 @@ const CATCH_UP_MAX_MS = 5_000;
 export class Reconciler {
   private readonly o: ReconcilerOptions;
   private readonly executor: Executor;
-  /** Per App key, the ignored values already reported (see reportValueProblems). */
-  private readonly reported = new Map<string, Set<string>>();
-  /** Per App key, the resourceVersion the last status write replaced, until the cache has moved past it. */
-  private readonly behind = new Map<string, { resourceVersion: string; at: number }>();
-  /** Per App key, its referenced Secrets' digests as last read (config-refs.ts CONFIG_RECHECK_MS). */
-  private readonly secretDigests = new Map<string, SecretDigests>();
+  /** What this replica keeps of each App between reconciles, with the one forget(). */
+  private readonly memory: AppMemory;
 
   constructor(options: ReconcilerOptions) {
     this.o = options;
     this.executor = new Executor(options.client, options.canWrite);
+    this.memory = options.memory;
     // Once the cache shows an App past this process's last status write, nothing is left to wait for.
-    const caughtUp = (app: CachedApp) => {
-      const key = `${app.metadata.namespace}/${app.metadata.name}`;
-      if (this.behind.get(key)?.resourceVersion !== app.metadata.resourceVersion) this.behind.delete(key);
-    };
+    const caughtUp = (app: CachedApp) =>
+      this.memory.seen(`${app.metadata.namespace}/${app.metadata.name}`, app.metadata.resourceVersion);
     options.caches.apps.addHandler({ onAdd: caughtUp, onUpdate: (_old, app) => caughtUp(app), onDelete: caughtUp });
   }
 
   async reconcile(key: string): Promise<Result> {
     const [namespace = '', name = ''] = key.split('/');
     const cached = this.o.caches.apps.get(namespace, name);
-    if (!cached) return this.forget(key);
+    if (!cached) {
+      this.memory.forget(key);
+      return {};
+    }
     if (this.isBehindOwnWrite(key, cached)) return { requeueAfterMs: CATCH_UP_POLL_MS };
     const r = this.begin(key, cached);
     if (cached.metadata.deletionTimestamp) return this.finalize(r);
@@ -223,22 +234,7 @@ export class Reconciler {
    * left to sort it out rather than wait on a cache that may have missed it.
    */
   private isBehindOwnWrite(key: string, cached: CachedApp): boolean {
-    const written = this.behind.get(key);
-    if (!written) return false;
-    const waiting =
-      written.resourceVersion === cached.metadata.resourceVersion && performance.now() - written.at < CATCH_UP_MAX_MS;
-    if (!waiting) this.behind.delete(key);
-    return waiting;
-  }
-
-  private forget(key: string): Result {
-    this.behind.delete(key);
-    this.secretDigests.delete(key);
-    this.o.sources.forget(key);
-    this.o.analysis.forget(key);
-    this.o.notifier?.forget(key);
-    this.reported.delete(key);
-    return {};
+    return this.memory.awaitsOwnWrite(key, cached.metadata.resourceVersion, performance.now(), CATCH_UP_MAX_MS);
   }
 
   // ---- the sub-steps ----
@@ -423,7 +419,7 @@ export class Reconciler {
     copies: readonly string[],
   ): Promise<SecretDigests> {
     const now = r.now.getTime();
-    const known = this.secretDigests.get(r.key);
+    const known = this.memory.secretDigests(r.key);
     const last = known
       ? { readAt: known.readAt, names: new Set([...known.digests.keys(), ...known.copies.keys()]) }
       : undefined;
@@ -442,13 +438,13 @@ export class Reconciler {
     const present = new Map<string, boolean>();
     for (const name of copies) present.set(name, (await read(name)) !== undefined);
     const fresh = { readAt: now, digests, copies: present };
-    this.secretDigests.set(r.key, fresh);
+    this.memory.readSecrets(r.key, fresh);
     return fresh;
   }
 
   /** The Secret copies the executor just made exist: not read again, nor remade, until the next recheck. */
   private madeCopies(key: string, actions: readonly ClusterAction[]): void {
-    const known = this.secretDigests.get(key);
+    const known = this.memory.secretDigests(key);
     for (const action of actions) {
       if (known && action.kind === 'createConfigCopy' && action.copy.kind === 'secret') {
         known.copies.set(action.copy.name, true);
@@ -565,7 +561,7 @@ export class Reconciler {
     const { namespace, name, resourceVersion } = r.target;
     this.executor.guard(r.key);
     await this.o.client.writeStatus(namespace, name, resourceVersion, status);
-    this.behind.set(r.key, { resourceVersion, at: performance.now() });
+    this.memory.wrote(r.key, resourceVersion, performance.now());
     r.log.debug({ phase: status.phase }, 'status written');
     if (this.o.metrics) countTransitions(this.o.metrics, before, status);
   }
@@ -594,11 +590,9 @@ export class Reconciler {
     const readRefresh = readRefreshRequest(cached.metadata.annotations, `App ${cached.metadata.name}`);
     const problems = [...appProblems, ...readRefresh.problems, ...objects.flatMap((o) => o?.problems ?? [])];
     const current = new Map(problems.map((p) => [`${p.reason}: ${p.message}`, p]));
-    const before = this.reported.get(key);
-    const fresh = [...current].filter(([id]) => !before?.has(id));
+    const fresh = this.memory.untold(key, current.keys()).map((id) => [id, current.get(id) as ValueProblem] as const);
     if (fresh.length > 0) this.executor.guard(key);
-    if (current.size > 0) this.reported.set(key, new Set(current.keys()));
-    else this.reported.delete(key);
+    this.memory.tell(key, current.keys());
     for (const [, { reason, message }] of fresh) {
       r.log.warn({ reason, problem: message }, 'ignoring a value read from the cluster');
     }
