@@ -19,6 +19,7 @@ if ('exit' in commandLine) {
 }
 
 const { pino } = await import('pino');
+const { BoundedLogOutput } = await import('./log-output.ts');
 const { REDACT_PATHS } = await import('./api/auth.ts');
 const { AppController } = await import('./controller/app-controller.ts');
 const { Metrics } = await import('./controller/metrics.ts');
@@ -50,12 +51,16 @@ interface Wiring {
 await main(commandLine.run);
 
 async function main(config: Config): Promise<void> {
-  // Bearer tokens in request headers never reach the logs.
-  const log = pino({
-    level: config.logLevel,
-    base: { component: 'teal' },
-    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-  });
+  // Bearer tokens in request headers never reach the logs. A stdout read slowly or not at all
+  // costs neither unbounded memory nor an exit that never ends (log-output.ts).
+  const log = pino(
+    {
+      level: config.logLevel,
+      base: { component: 'teal' },
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    },
+    new BoundedLogOutput(process.stdout),
+  );
   const identity = defaultIdentity();
   // Aborted when this replica must not write any more: every API request in flight ends with it.
   const fence = new AbortController();

@@ -89,7 +89,9 @@ async function launch(options: OperatorOptions, healthPort: number): Promise<Ope
   const dispatcher = options.tls ? new Agent({ connect: { ca: options.tls.ca } }) : undefined;
   const scheme = options.tls ? 'https' : 'http';
   const env = options.deployed ? { ...process.env, POD_NAMESPACE: options.deployed.podNamespace } : process.env;
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
+  // TEAL_OPERATOR_NODE_FLAGS: node's own flags for the operator (--heap-prof, --max-old-space-size=256), to look inside it.
+  const nodeFlags = (process.env.TEAL_OPERATOR_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '');
+  const child = spawn(process.execPath, [...nodeFlags, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
   // Also on disk, to read after a failed run: $TMPDIR/teal-e2e-<namespace>.log
   const logFile = join(tmpdir(), `teal-e2e-${options.namespace}.log`);
   let output = '';
