@@ -232,22 +232,25 @@ beforeAll(async () => {
   await waitForApp(watched, 'calm', 'first release', phase('Healthy'));
 });
 
+/** Takes off the App the finalizer and owner an admin's row put on it, which would hold or collect it. */
+function clearOwnership(): Promise<unknown> {
+  return custom.patchNamespacedCustomObject(
+    {
+      group: GROUP,
+      version: VERSION,
+      namespace: ns,
+      plural: PLURAL,
+      name: APP,
+      body: { metadata: { finalizers: null, ownerReferences: null } },
+    },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
+}
+
 afterAll(async () => {
   await operator?.stop();
   // A finalizer an admin left would hold the namespace's deletion.
-  await custom
-    .patchNamespacedCustomObject(
-      {
-        group: GROUP,
-        version: VERSION,
-        namespace: ns,
-        plural: PLURAL,
-        name: APP,
-        body: { metadata: { finalizers: null, ownerReferences: null } },
-      },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-    )
-    .catch(() => {});
+  await clearOwnership().catch(() => {});
   for (const object of made) await objects.delete(object).catch(() => {});
   await Promise.all(removers.map((remove) => remove()));
   await rm(dir, { recursive: true, force: true });
@@ -474,17 +477,7 @@ describe('every shipped role', () => {
         expect(after.metadata.labels?.['example.com/by']).toBe(name);
         expect(after.metadata.finalizers).toEqual(['example.com/hold']);
         // Put back what would outlive the test: the finalizer, the owner, the App made.
-        await custom.patchNamespacedCustomObject(
-          {
-            group: GROUP,
-            version: VERSION,
-            namespace: ns,
-            plural: PLURAL,
-            name: APP,
-            body: { metadata: { finalizers: null, ownerReferences: null } },
-          },
-          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-        );
+        await clearOwnership();
         await custom.deleteNamespacedCustomObject({
           group: GROUP,
           version: VERSION,
