@@ -6,13 +6,15 @@
 // only spare callers an intent that would be refused anyway.
 //
 // A fastify plugin, kept encapsulated (no fastify-plugin) so its JSON parser,
-// error handler and log serializers stay on its own routes.
+// error handler and log serializers stay on its own routes. It only wires
+// steps testable without fastify: ApiGuard (access.ts) lets the caller in,
+// ApiHandlers below answer, and errorAnswer (errors.ts) maps what they throw.
 import { randomUUID } from 'node:crypto';
 import { CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { APPS_INDEX, type CachedApp } from '../app/cached.ts';
-import { ACTIONS, type Action, IntentSchema, intentAnnotation, readIntents } from '../app/intents.ts';
+import { type Action, IntentSchema, intentAnnotation, readIntents } from '../app/intents.ts';
 import { DNS1123_LABEL } from '../app/patterns.ts';
 import { APP_API } from '../app/schema.ts';
 import { errorMessage } from '../kube/errors.ts';
@@ -20,24 +22,16 @@ import type { Cached, Informer } from '../kube/informer.ts';
 import type { SharedInformer } from '../kube/multi-namespace-informer.ts';
 import { type ActionArgs, actionVerdict, UNKNOWN, type Unknown, viewOfApp } from '../rollout/action-rules.ts';
 import type { ObservedReplicaSet } from '../rollout/observed.ts';
-import { type AccessRequest, type ApiAuth, KubeAuth, type UserInfo } from './auth.ts';
-import { ApiError } from './errors.ts';
+import { type ActionParams, type Admitted, ApiGuard, type AppParams } from './access.ts';
+import { type ApiAuth, KubeAuth, type UserInfo } from './auth.ts';
+import { ApiError, errorAnswer } from './errors.ts';
+import type { ApiLogger } from './logger.ts';
 
 /** The part of the App informer the API reads. */
 export type AppCache = Pick<Informer<CachedApp>, 'get' | 'list' | 'listByNamespace'>;
 
 /** The part of the ReplicaSet informer the API reads: an App's ReplicaSets, by the index the reconciler uses. */
 export type ReplicaSetCache = Pick<SharedInformer<Cached<ObservedReplicaSet>>, 'byIndex'>;
-
-type LogFn = (obj: object, msg?: string) => void;
-
-/** The part of a pino logger used here. */
-export interface ApiLogger {
-  debug: LogFn;
-  info: LogFn;
-  warn: LogFn;
-  error: LogFn;
-}
 
 export interface ApiOptions {
   /** The operator's own identity: reviews tokens and access, and writes the intents. */
@@ -242,10 +236,6 @@ const logSerializers = {
   }),
 };
 
-type AppParams = { ns: string; name: string };
-type ActionParams = AppParams & { action: string };
-
-const isAction = (s: string): s is Action => (ACTIONS as readonly string[]).includes(s);
 // Names that cannot exist are answered like Apps that do not.
 const validName = (ns: string, name: string) => DNS1123_LABEL.test(ns) && DNS1123_LABEL.test(name);
 
@@ -368,11 +358,23 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
       kubeConfig: opts.kubeConfig,
       ...(opts.tokenCacheTtlMs !== undefined ? { tokenCacheTtlMs: opts.tokenCacheTtlMs } : {}),
     });
-  const handlers = new ApiHandlers(opts, kubeIntentWriter(opts.kubeConfig));
   const logger = (request: FastifyRequest): ApiLogger => opts.logger ?? request.log;
-  const users = new WeakMap<FastifyRequest, UserInfo>();
+  acceptJson(fastify, bodyLimit);
+  fastify.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
+    const answer = errorAnswer(error, bodyLimit);
+    if (answer.unexpected) logger(request).error({ err: error, url: request.url }, 'API request failed');
+    return reply.code(answer.error.status).headers(answer.error.headers).send(answer.error.body);
+  });
+  apiRoutes(fastify, {
+    guard: new ApiGuard(auth),
+    handlers: new ApiHandlers(opts, kubeIntentWriter(opts.kubeConfig)),
+    bodyLimit,
+    logger,
+  });
+};
 
-  // JSON only, and an empty body is an empty object: `curl -X POST` with no -d must work.
+/** JSON only, and an empty body is an empty object: `curl -X POST` with no -d must work. */
+function acceptJson(fastify: FastifyInstance, bodyLimit: number): void {
   const json = fastify.getDefaultJsonParser('error', 'error');
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, (request, body, done) => {
@@ -380,54 +382,31 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
     if (text.trim() === '') return done(null, {});
     return json(request, text, done);
   });
+}
 
-  fastify.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
-    if (error instanceof ApiError) return send(reply, error);
-    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || error.statusCode === 413) {
-      return send(reply, new ApiError(413, `the request body exceeds ${bodyLimit} bytes`));
-    }
-    if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-      return send(reply, new ApiError(400, 'the body must be application/json'));
-    }
-    if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
-      return send(reply, new ApiError(400, error.message));
-    }
-    logger(request).error({ err: error, url: request.url }, 'API request failed');
-    return send(reply, new ApiError(500, 'internal error'));
-  });
+interface RouteDeps {
+  guard: ApiGuard;
+  handlers: ApiHandlers;
+  bodyLimit: number;
+  logger: (request: FastifyRequest) => ApiLogger;
+}
 
-  /** Authenticates, then authorizes; runs before the body is read, so strangers cost no parsing. */
-  const guard = (access: (request: FastifyRequest) => AccessRequest) => async (request: FastifyRequest) => {
-    const user = await auth.authenticate(request.headers.authorization);
-    const wanted = access(request);
-    try {
-      await auth.authorize(user, wanted);
-    } catch (err) {
-      if (err instanceof ApiError && err.status === 403) {
-        logger(request).info({ user: user.username, ...wanted }, 'API request forbidden');
-      }
-      throw err;
-    }
-    users.set(request, user);
-  };
+/** The routes: each guarded on request, before its body is read, then answered by its handler. */
+function apiRoutes(fastify: FastifyInstance, { guard, handlers, bodyLimit, logger }: RouteDeps): void {
+  const admitted = new WeakMap<FastifyRequest, Admitted>();
+  const noStore = (reply: FastifyReply, body: object) => reply.header('cache-control', 'no-store').send(body);
 
   fastify.get<{ Querystring: { namespace?: string | string[] } }>(
     '/api/v1/apps',
     {
       logSerializers,
-      onRequest: guard((request) => {
-        const query = request.query as { namespace?: unknown };
-        const namespace = query.namespace;
-        if (namespace !== undefined && typeof namespace !== 'string') {
-          throw new ApiError(400, 'namespace must be given at most once');
-        }
-        return namespace ? { verb: 'list', namespace } : { verb: 'list' };
-      }),
+      onRequest: async (request) => {
+        await guard.list(request.headers.authorization, request.query as { namespace?: unknown }, logger(request));
+      },
     },
     async (request, reply) => {
       const namespace = request.query.namespace;
-      const items = handlers.list(typeof namespace === 'string' ? namespace : undefined);
-      return reply.header('cache-control', 'no-store').send(items);
+      return noStore(reply, handlers.list(typeof namespace === 'string' ? namespace : undefined));
     },
   );
 
@@ -435,13 +414,11 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
     '/api/v1/namespaces/:ns/apps/:name',
     {
       logSerializers,
-      onRequest: guard((request) => {
-        const { ns, name } = request.params as AppParams;
-        return { verb: 'get', namespace: ns, name };
-      }),
+      onRequest: async (request) => {
+        await guard.get(request.headers.authorization, request.params as AppParams, logger(request));
+      },
     },
-    async (request, reply) =>
-      reply.header('cache-control', 'no-store').send(handlers.get(request.params.ns, request.params.name)),
+    async (request, reply) => noStore(reply, handlers.get(request.params.ns, request.params.name)),
   );
 
   fastify.post<{ Params: ActionParams }>(
@@ -450,17 +427,16 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
       bodyLimit,
       logSerializers,
       onRequest: async (request) => {
-        const { ns, name, action } = request.params as ActionParams;
-        // An unknown action is no verb worth a review.
-        if (!isAction(action)) throw new ApiError(404, `unknown action "${action}": one of ${ACTIONS.join(', ')}`);
-        await guard(() => ({ verb: action, namespace: ns, name }))(request);
+        const params = request.params as ActionParams;
+        admitted.set(request, await guard.act(request.headers.authorization, params, logger(request)));
       },
     },
     async (request, reply) => {
-      const { ns, name, action } = request.params;
-      const user = users.get(request);
-      // onRequest has checked both; this only narrows the types.
-      if (!isAction(action) || !user) throw new ApiError(500, 'request not authorized');
+      const { ns, name } = request.params;
+      // onRequest has let the caller through; this only finds who it was.
+      const caller = admitted.get(request);
+      if (!caller) throw new ApiError(500, 'request not authorized');
+      const { user, action } = caller;
       const accepted = await handlers.act({ ns, name, action, body: request.body, user }, logger(request));
       return reply.code(202).send(accepted);
     },
@@ -470,10 +446,6 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
   fastify.all('/api/v1/*', { logSerializers }, async (request) => {
     throw new ApiError(404, `no route ${request.method} ${request.url.split('?')[0]}`);
   });
-};
-
-function send(reply: FastifyReply, error: ApiError): FastifyReply {
-  return reply.code(error.status).headers(error.headers).send(error.body);
 }
 
 function patchError(err: unknown, ns: string, name: string, url: string, log: ApiLogger): ApiError {

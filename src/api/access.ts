@@ -1,0 +1,86 @@
+// Who may call which route of the HTTP API (DESIGN §3.3): each route's access
+// rule names the RBAC request it asks for, and ApiGuard authenticates the
+// caller, then authorizes that request. Without fastify: the plugin runs the
+// guard before the body is read, so strangers cost no parsing.
+import { ACTIONS, type Action } from '../app/intents.ts';
+import type { AccessRequest, ApiAuth, UserInfo } from './auth.ts';
+import { ApiError } from './errors.ts';
+import type { ApiLogger } from './logger.ts';
+
+/** The path parameters of an App's routes. */
+export type AppParams = { ns: string; name: string };
+export type ActionParams = AppParams & { action: string };
+
+export const isAction = (s: string): s is Action => (ACTIONS as readonly string[]).includes(s);
+
+/** GET /api/v1/apps: list in the namespace asked for, or cluster-wide; a namespace given twice is a 400. */
+export function listAccess(query: { namespace?: unknown }): AccessRequest {
+  const namespace = query.namespace;
+  if (namespace !== undefined && typeof namespace !== 'string') {
+    throw new ApiError(400, 'namespace must be given at most once');
+  }
+  return namespace ? { verb: 'list', namespace } : { verb: 'list' };
+}
+
+/** GET /api/v1/namespaces/:ns/apps/:name: get on that App. */
+export function getAccess({ ns, name }: AppParams): AccessRequest {
+  return { verb: 'get', namespace: ns, name };
+}
+
+/** POST /api/v1/namespaces/:ns/apps/:name/:action: the action as the verb; an unknown action is a 404. */
+export function actionAccess({ ns, name, action }: ActionParams): AccessRequest & { verb: Action } {
+  if (!isAction(action)) throw new ApiError(404, `unknown action "${action}": one of ${ACTIONS.join(', ')}`);
+  return { verb: action, namespace: ns, name };
+}
+
+/** A caller let through to an action, and the action. */
+export interface Admitted {
+  user: UserInfo;
+  action: Action;
+}
+
+/**
+ * The routes' gate: authenticates the caller, then authorizes what the
+ * route's access rule asks; a 403 is logged, with the user but never the token.
+ */
+export class ApiGuard {
+  private readonly auth: ApiAuth;
+
+  constructor(auth: ApiAuth) {
+    this.auth = auth;
+  }
+
+  /** The list route: the caller is authenticated before its query is read. */
+  list(authorization: string | undefined, query: { namespace?: unknown }, log: ApiLogger): Promise<UserInfo> {
+    return this.admit(authorization, () => listAccess(query), log);
+  }
+
+  get(authorization: string | undefined, params: AppParams, log: ApiLogger): Promise<UserInfo> {
+    return this.admit(authorization, () => getAccess(params), log);
+  }
+
+  /** An action route: an unknown action is no verb worth a review, so its 404 comes before authentication. */
+  async act(authorization: string | undefined, params: ActionParams, log: ApiLogger): Promise<Admitted> {
+    const wanted = actionAccess(params);
+    const user = await this.admit(authorization, () => wanted, log);
+    return { user, action: wanted.verb };
+  }
+
+  private async admit(
+    authorization: string | undefined,
+    access: () => AccessRequest,
+    log: ApiLogger,
+  ): Promise<UserInfo> {
+    const user = await this.auth.authenticate(authorization);
+    const wanted = access();
+    try {
+      await this.auth.authorize(user, wanted);
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 403) {
+        log.info({ user: user.username, ...wanted }, 'API request forbidden');
+      }
+      throw err;
+    }
+    return user;
+  }
+}
