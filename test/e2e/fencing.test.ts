@@ -50,7 +50,7 @@ async function proxied(ns: string): Promise<{ proxy: TcpProxy; kubeconfig: strin
 }
 
 async function operator(options: OperatorOptions): Promise<Operator & { exit: Promise<number | null> }> {
-  const op = await startOperator(options);
+  const op = await startOperator({ ...options, restartOnLeaseLoss: false });
   cleanups.push(() => op.kill());
   const exit = new Promise<number | null>((resolve) => {
     if (op.process.exitCode !== null) resolve(op.process.exitCode);
