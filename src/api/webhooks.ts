@@ -1,6 +1,8 @@
 // POST /webhooks/{github|gitlab|gitea|bitbucket|generic}: git push webhooks
 // (DESIGN §3.4). A fastify plugin, kept encapsulated (no fastify-plugin) so
 // its raw-body content-type parsers and error handler stay on its own routes.
+// It only wires steps testable without fastify: Deliveries handles a
+// delivery, failedDelivery answers what was thrown.
 //
 // Flow: check the signature header is there, parse the payload as a hint,
 // ask the caller for the Apps on that repository and ref, and match only the
@@ -10,7 +12,8 @@
 // onPush, which resolves the ref itself: the payload's SHAs are never used.
 import { readFileSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { FastifyError, FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { ThrownError } from './errors.ts';
 import {
   type BodyEncoding,
   isProvider,
@@ -134,57 +137,22 @@ const UNAUTHORIZED = { error: 'unauthorized', message: 'missing or invalid webho
 const UNAVAILABLE = { error: 'unavailable', message: 'the push could not be handled; deliver it again later' };
 
 export const webhooksPlugin: FastifyPluginAsync<WebhookOptions> = async (fastify, opts) => {
-  const bodyLimit = opts.bodyLimit ?? DEFAULT_BODY_LIMIT;
-  const maxIds = opts.maxDeliveryIds ?? DEFAULT_MAX_DELIVERY_IDS;
-  for (const [option, value] of [
-    ['bodyLimit', bodyLimit],
-    ['maxDeliveryIds', maxIds],
-  ] as const) {
-    if (!Number.isSafeInteger(value) || value <= 0) throw new Error(`webhooks: ${option} must be a positive integer`);
-  }
-  // An empty key would let anyone sign.
-  const globalSecret = opts.globalSecret !== undefined && opts.globalSecret.length > 0 ? opts.globalSecret : undefined;
-
+  const { bodyLimit, maxDeliveryIds, globalSecret } = webhookSettings(opts);
+  const deliveries = new Deliveries(opts, globalSecret, maxDeliveryIds);
   const logger = (request: FastifyRequest): WebhookLogger => opts.logger ?? request.log;
-  const report = (provider: Provider | undefined, result: WebhookResult, log: WebhookLogger): void => {
-    if (provider === undefined || opts.onResult === undefined) return;
-    try {
-      opts.onResult(provider, result);
-    } catch (err) {
-      log.error({ err }, 'webhook onResult hook failed');
-    }
-  };
-
-  // Only the exact bytes received can be verified, so bodies stay Buffers here.
-  fastify.removeAllContentTypeParsers();
-  for (const [type, encoding] of [
-    ['application/json', 'json'],
-    ['application/x-www-form-urlencoded', 'form'],
-  ] as const) {
-    fastify.addContentTypeParser(type, { parseAs: 'buffer' }, async (_request: FastifyRequest, body: Buffer) => {
-      return new RawBody(body, encoding);
-    });
-  }
+  const report = resultReporter(opts.onResult);
+  acceptRawBodies(fastify);
 
   fastify.setErrorHandler((error: FastifyError, request, reply) => {
     const provider = providerOf(request.params);
     const log = logger(request);
-    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || error.statusCode === 413) {
-      report(provider, 'too_large', log);
-      log.warn({ provider, bodyLimit }, 'webhook body too large');
-      return reply.code(413).send({ error: 'payload_too_large', message: `request body exceeds ${bodyLimit} bytes` });
-    }
-    if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
-      // Unsupported content type, bad Content-Length, ...: fastify's own messages.
-      report(provider, 'bad_request', log);
-      return reply.code(400).send({ error: 'bad_request', message: error.message });
-    }
-    report(provider, 'error', log);
-    log.error({ provider, err: error }, 'webhook handling failed');
-    return reply.code(500).send({ error: 'internal', message: 'internal error' });
+    const failed = failedDelivery(error, bodyLimit);
+    report(provider, failed.result, log);
+    if (failed.result === 'too_large') log.warn({ provider, bodyLimit }, 'webhook body too large');
+    if (failed.result === 'error') log.error({ provider, err: error }, 'webhook handling failed');
+    return reply.code(failed.status).send(failed.body);
   });
 
-  const deliveries = new Deliveries(opts, globalSecret, maxIds);
   fastify.post<{ Params: { provider: string } }>('/webhooks/:provider', { bodyLimit }, async (request, reply) => {
     const log = logger(request);
     const answer = await deliveries.handle(
@@ -195,6 +163,65 @@ export const webhooksPlugin: FastifyPluginAsync<WebhookOptions> = async (fastify
     return reply.code(answer.status).send(answer.body);
   });
 };
+
+/** The plugin's settings from its options: the bounds checked, an empty global secret dropped, as it would let anyone sign. */
+export function webhookSettings(opts: Pick<WebhookOptions, 'bodyLimit' | 'maxDeliveryIds' | 'globalSecret'>): {
+  bodyLimit: number;
+  maxDeliveryIds: number;
+  globalSecret: Buffer | undefined;
+} {
+  const bodyLimit = opts.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  const maxDeliveryIds = opts.maxDeliveryIds ?? DEFAULT_MAX_DELIVERY_IDS;
+  for (const [option, value] of [
+    ['bodyLimit', bodyLimit],
+    ['maxDeliveryIds', maxDeliveryIds],
+  ] as const) {
+    if (!Number.isSafeInteger(value) || value <= 0) throw new Error(`webhooks: ${option} must be a positive integer`);
+  }
+  const globalSecret = opts.globalSecret !== undefined && opts.globalSecret.length > 0 ? opts.globalSecret : undefined;
+  return { bodyLimit, maxDeliveryIds, globalSecret };
+}
+
+/** Only the exact bytes received can be verified, so bodies stay Buffers here, parsed after the signature checks. */
+function acceptRawBodies(fastify: FastifyInstance): void {
+  fastify.removeAllContentTypeParsers();
+  for (const [type, encoding] of [
+    ['application/json', 'json'],
+    ['application/x-www-form-urlencoded', 'form'],
+  ] as const) {
+    fastify.addContentTypeParser(type, { parseAs: 'buffer' }, async (_request: FastifyRequest, body: Buffer) => {
+      return new RawBody(body, encoding);
+    });
+  }
+}
+
+/** Tells onResult what a delivery to a known provider counted as; its failure never fails the delivery. */
+function resultReporter(onResult: WebhookOptions['onResult']) {
+  return (provider: Provider | undefined, result: WebhookResult, log: WebhookLogger): void => {
+    if (provider === undefined || onResult === undefined) return;
+    try {
+      onResult(provider, result);
+    } catch (err) {
+      log.error({ err }, 'webhook onResult hook failed');
+    }
+  };
+}
+
+/**
+ * The answer to what fastify or the route threw: a body over bodyLimit bytes is
+ * a 413; fastify's other refusals of the request (a media type not taken, a bad
+ * Content-Length, ...) a 400 with its own message; anything else a 500 that
+ * tells nothing of it, as its message may hold what the sender must not see.
+ */
+export function failedDelivery(error: ThrownError, bodyLimit: number): DeliveryAnswer & { result: WebhookResult } {
+  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || error.statusCode === 413) {
+    return answer('too_large', 413, { error: 'payload_too_large', message: `request body exceeds ${bodyLimit} bytes` });
+  }
+  if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+    return answer('bad_request', 400, { error: 'bad_request', message: error.message });
+  }
+  return answer('error', 500, { error: 'internal', message: 'internal error' });
+}
 
 /** A delivery as the route hands it over: the provider named in the path, the headers, the body as parsed (a RawBody). */
 export interface DeliveryRequest {
@@ -337,7 +364,11 @@ interface Delivery {
   context: { provider: Provider; event: string; delivery: string | undefined; repos: string[] };
 }
 
-const answer = (result: WebhookResult, status: number, body: object): DeliveryAnswer => ({ status, body, result });
+const answer = (result: WebhookResult, status: number, body: object): DeliveryAnswer & { result: WebhookResult } => ({
+  status,
+  body,
+  result,
+});
 
 function providerOf(params: unknown): Provider | undefined {
   if (typeof params !== 'object' || params === null || !('provider' in params)) return undefined;

@@ -2,13 +2,14 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { errorCodes, type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { isFullRef, type Provider, parseDelivery, verifySignature } from '../../src/api/webhook-providers.ts';
 import {
   type Candidate,
   Deliveries,
+  failedDelivery,
   RawBody,
   RecentIds,
   readWebhookSecretFile,
@@ -17,6 +18,7 @@ import {
   type WebhookHint,
   type WebhookOptions,
   type WebhookResult,
+  webhookSettings,
   webhooksPlugin,
 } from '../../src/api/webhooks.ts';
 import { safeEqual, signSha256 } from '../../src/app/signature.ts';
@@ -723,6 +725,49 @@ describe('--webhook-secret-file', () => {
       expect(() => readWebhookSecretFile(join(dir, 'missing'))).toThrow(/^--webhook-secret-file: cannot read .*ENOENT/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the plugin’s steps, without fastify', () => {
+  it('answers a body over the limit with a 413 that names the limit, counted as too_large', () => {
+    for (const error of [new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE(), { message: 'too big', statusCode: 413 }]) {
+      expect(failedDelivery(error, 1024)).toEqual({
+        status: 413,
+        body: { error: 'payload_too_large', message: 'request body exceeds 1024 bytes' },
+        result: 'too_large',
+      });
+    }
+  });
+
+  it('answers fastify’s other refusals with a 400 and its message, counted as bad_request', () => {
+    for (const error of [
+      new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE('text/plain'),
+      new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH(),
+    ]) {
+      expect(failedDelivery(error, 1024)).toEqual({
+        status: 400,
+        body: { error: 'bad_request', message: error.message },
+        result: 'bad_request',
+      });
+    }
+  });
+
+  it('answers anything else with a 500 that tells nothing of it, counted as error', () => {
+    const answer = failedDelivery(new Error('ECONNREFUSED token=s3cret'), 1024);
+    expect(answer).toEqual({ status: 500, body: { error: 'internal', message: 'internal error' }, result: 'error' });
+    expect(JSON.stringify(answer.body)).not.toContain('s3cret');
+  });
+
+  it('takes the defaults, drops an empty global secret, and refuses a bound that is not a positive integer', () => {
+    expect(webhookSettings({})).toEqual({ bodyLimit: 1024 * 1024, maxDeliveryIds: 10_000, globalSecret: undefined });
+    expect(webhookSettings({ globalSecret: Buffer.alloc(0) }).globalSecret).toBeUndefined();
+    expect(webhookSettings({ globalSecret: GLOBAL }).globalSecret).toBe(GLOBAL);
+    for (const bad of [0, -1, 1.5, Number.NaN]) {
+      expect(() => webhookSettings({ bodyLimit: bad })).toThrow('webhooks: bodyLimit must be a positive integer');
+      expect(() => webhookSettings({ maxDeliveryIds: bad })).toThrow(
+        'webhooks: maxDeliveryIds must be a positive integer',
+      );
     }
   });
 });
