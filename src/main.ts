@@ -6,6 +6,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { type Config, readCommandLine } from './config.ts';
 import { type LeadershipCallbacks, Manager, type Runnable } from './manager.ts';
+import { watchStop } from './stop-watchdog.ts';
 
 // The flags first, with light modules only (config.ts, manager.ts): --help and
 // a flag error answer before the modules below load, which takes seconds on a
@@ -98,8 +99,13 @@ async function main(config: Config): Promise<void> {
     { leaderOnly: true },
   );
 
-  process.once('SIGTERM', () => void manager.stop());
-  process.once('SIGINT', () => void manager.stop());
+  const stop = () => {
+    // First: a deadline kept off the main thread, which no stuck event loop can miss (stop-watchdog.ts).
+    watchStop(config.gracefulShutdownTimeoutMs, (err) => log.error({ err }, 'the stop watchdog did not start'));
+    void manager.stop();
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
   await manager.start();
 }
 

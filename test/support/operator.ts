@@ -58,6 +58,10 @@ export interface OperatorOptions {
    * Deployment would (startOperator).
    */
   restartOnLeaseLoss?: boolean;
+  /** node's own flags for this operator (an --import of a fault it is to meet), after TEAL_OPERATOR_NODE_FLAGS. */
+  nodeFlags?: string[];
+  /** Variables added to its environment. */
+  env?: Record<string, string>;
 }
 
 interface DeployedOptions {
@@ -76,9 +80,16 @@ interface Run {
 
 function spawnRun(options: OperatorOptions, healthPort: number): Run {
   const args = options.deployed ? deployedArgs(options, options.deployed, healthPort) : localArgs(options, healthPort);
-  const env = options.deployed ? { ...process.env, POD_NAMESPACE: options.deployed.podNamespace } : process.env;
+  const env = {
+    ...process.env,
+    ...(options.deployed ? { POD_NAMESPACE: options.deployed.podNamespace } : {}),
+    ...options.env,
+  };
   // TEAL_OPERATOR_NODE_FLAGS: node's own flags for the operator (--heap-prof, --max-old-space-size=256), to look inside it.
-  const nodeFlags = (process.env.TEAL_OPERATOR_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '');
+  const nodeFlags = [
+    ...(process.env.TEAL_OPERATOR_NODE_FLAGS ?? '').split(' ').filter((f) => f !== ''),
+    ...(options.nodeFlags ?? []),
+  ];
   const child = spawn(process.execPath, [...nodeFlags, MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
   // Also on disk, to read after a failed run: $TMPDIR/teal-e2e-<namespace>.log
   const logFile = join(tmpdir(), `teal-e2e-${options.namespace}.log`);
