@@ -17,6 +17,7 @@ import { APPS_INDEX, type CachedApp } from '../app/cached.ts';
 import { type Action, IntentSchema, intentAnnotation, readIntents } from '../app/intents.ts';
 import { DNS1123_LABEL } from '../app/patterns.ts';
 import { APP_API } from '../app/schema.ts';
+import { readAppStatus } from '../app/status-reader.ts';
 import { errorMessage } from '../kube/errors.ts';
 import type { Cached, Informer } from '../kube/informer.ts';
 import type { SharedInformer } from '../kube/multi-namespace-informer.ts';
@@ -100,28 +101,6 @@ export function parseActionBody(action: Action, body: unknown): Record<string, u
 
 // ---- the App as the API shows it ----
 
-// Lenient: a field the API cannot read is left out rather than failing the request.
-const RevisionView = z.looseObject({ revision: z.int().min(1), podTemplateHash: z.string().optional() });
-const HistoryView = z.looseObject({ revision: z.int().min(1) });
-// A run of checks is shown as the operator wrote it: by design it holds no secret.
-const RunView = z.looseObject({ id: z.string(), phase: z.string() });
-const StatusView = z.looseObject({
-  active: RevisionView.optional().catch(undefined),
-  preview: RevisionView.optional().catch(undefined),
-  stable: RevisionView.optional().catch(undefined),
-  history: z.array(HistoryView).optional().catch(undefined),
-  abort: RevisionView.optional().catch(undefined),
-  prePromotionAnalysis: RunView.optional().catch(undefined),
-  postPromotionAnalysis: RunView.optional().catch(undefined),
-  handledIntents: z.record(z.string(), z.string().optional()).optional().catch(undefined),
-});
-type StatusView = z.output<typeof StatusView>;
-
-function readStatus(raw: unknown): StatusView {
-  const parsed = StatusView.safeParse(raw);
-  return parsed.success ? parsed.data : {};
-}
-
 export interface PendingIntent {
   action: Action;
   id: string;
@@ -157,6 +136,8 @@ export interface AppView {
 }
 
 export function appView(app: CachedApp): AppView {
+  // A field the API cannot read is left out rather than failing the request. A run of
+  // checks is shown as the operator wrote it: by design it holds no secret.
   const {
     active,
     preview,
@@ -166,7 +147,7 @@ export function appView(app: CachedApp): AppView {
     prePromotionAnalysis: prePromotion,
     postPromotionAnalysis: postPromotion,
     ...rest
-  } = readStatus(app.status);
+  } = readAppStatus(app.status);
   const m = app.metadata;
   const pendingIntents = readIntents(m.annotations).intents.flatMap((i) =>
     handledIntents?.[i.action] === i.id ? [] : [{ action: i.action, id: i.id, by: i.by, via: i.via, at: i.at }],

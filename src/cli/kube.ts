@@ -22,6 +22,7 @@ import {
 } from '@kubernetes/client-node';
 import { LABEL_APP } from '../app/labels.ts';
 import { APP_API, APP_RESOURCE, type AppStatus } from '../app/schema.ts';
+import { readAppStatus } from '../app/status-reader.ts';
 import { apiStatusOf } from '../kube/errors.ts';
 import { CliError, explain, type Operation } from './errors.ts';
 
@@ -46,7 +47,18 @@ export interface AppObject {
     replicas?: number;
     paused?: boolean;
   };
+  /** Read leniently (readApp): what could not be read is absent. */
   status?: AppStatus;
+}
+
+/**
+ * An App as the API server sent it, its status read as the API and the action
+ * rules read it (app/status-reader.ts): a status field that cannot be read is
+ * left out, so no command fails or shows garbage over it.
+ */
+export function readApp(raw: unknown): AppObject {
+  const { status, ...app } = raw as Omit<AppObject, 'status'> & { status?: unknown };
+  return status === undefined ? app : { ...app, status: readAppStatus(status) };
 }
 
 export interface ConnectOptions {
@@ -157,9 +169,11 @@ export class Session {
   }
 
   async getApp(name: string, verb = 'get'): Promise<AppObject> {
-    return (await this.call({ verb, rbacVerb: 'get', resource: APP_RESOURCE, name, namespace: this.namespace }, () =>
-      this.custom.getNamespacedCustomObject({ ...APP_API, namespace: this.namespace, name }),
-    )) as AppObject;
+    return readApp(
+      await this.call({ verb, rbacVerb: 'get', resource: APP_RESOURCE, name, namespace: this.namespace }, () =>
+        this.custom.getNamespacedCustomObject({ ...APP_API, namespace: this.namespace, name }),
+      ),
+    );
   }
 
   async listApps(allNamespaces: boolean): Promise<AppObject[]> {
@@ -172,8 +186,8 @@ export class Session {
       allNamespaces
         ? this.custom.listClusterCustomObject(APP_API)
         : this.custom.listNamespacedCustomObject({ ...APP_API, namespace: this.namespace }),
-    )) as { items?: AppObject[] };
-    return list.items ?? [];
+    )) as { items?: unknown[] };
+    return (list.items ?? []).map(readApp);
   }
 
   /**
@@ -197,20 +211,22 @@ export class Session {
       namespace: this.namespace,
       ...(hint ? { hint } : {}),
     };
-    return (await this.call(op, async () => {
-      try {
-        return await this.custom.patchNamespacedCustomObject(
-          { ...APP_API, namespace: this.namespace, name, body, fieldManager: 'kubectl-teal' },
-          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-        );
-      } catch (err) {
-        const status = apiStatusOf(err);
-        if (status?.code === 422 && status.message.includes('metadata.uid')) {
-          throw new CliError(`App "${name}" was deleted and created again meanwhile: run the command again`);
+    return readApp(
+      await this.call(op, async () => {
+        try {
+          return await this.custom.patchNamespacedCustomObject(
+            { ...APP_API, namespace: this.namespace, name, body, fieldManager: 'kubectl-teal' },
+            setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+          );
+        } catch (err) {
+          const status = apiStatusOf(err);
+          if (status?.code === 422 && status.message.includes('metadata.uid')) {
+            throw new CliError(`App "${name}" was deleted and created again meanwhile: run the command again`);
+          }
+          throw err;
         }
-        throw err;
-      }
-    })) as AppObject;
+      }),
+    );
   }
 
   /** ReplicaSets of the App, by label, keeping only those it owns when the uid is known. */

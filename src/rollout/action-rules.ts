@@ -7,8 +7,10 @@
 // never refuses: the request is recorded, and the operator, which knows,
 // answers with its Event.
 import { z } from 'zod';
-import { RUN_PHASES, type RunPhase } from '../app/analysis-schema.ts';
+import type { RunPhase } from '../app/analysis-schema.ts';
 import type { Action } from '../app/intents.ts';
+import type { AppStatus } from '../app/schema.ts';
+import { readAppStatus } from '../app/status-reader.ts';
 
 export const UNKNOWN = 'unknown';
 export type Unknown = typeof UNKNOWN;
@@ -373,33 +375,6 @@ function restartVerdict(view: ActionView): Verdict {
 // ---- the view from an App object (the API's cache, the CLI's GET) ----
 
 const opt = <T extends z.ZodType>(schema: T) => schema.optional().catch(undefined);
-const RefSchema = z.looseObject({ revision: z.int().min(1), podTemplateHash: z.string().optional() });
-const RunSchema = RefSchema.extend({ phase: z.enum(RUN_PHASES), message: z.string().optional() });
-// Lenient: a field that cannot be read counts as absent (the CRD's status schema makes that rare).
-const StatusSchema = z.looseObject({
-  phase: opt(z.string()),
-  observedGeneration: opt(z.int()),
-  conditions: opt(z.array(z.looseObject({ type: z.string(), status: z.string() }))),
-  active: opt(RefSchema),
-  preview: opt(RefSchema),
-  promotion: opt(RefSchema),
-  abort: opt(RefSchema),
-  pin: opt(RefSchema),
-  stable: opt(RefSchema),
-  prePromotionAnalysis: opt(RunSchema),
-  postPromotionAnalysis: opt(RunSchema),
-  pause: opt(z.looseObject({})),
-  restart: opt(
-    z.looseObject({
-      revision: z.int().min(1),
-      by: z.string(),
-      startedAt: z.string(),
-      finishedAt: z.string().optional(),
-    }),
-  ),
-  history: opt(z.array(z.looseObject({ revision: z.int().min(1) }))),
-});
-type ActionStatus = z.output<typeof StatusSchema>;
 const SpecSchema = z.looseObject({
   paused: opt(z.boolean()),
   strategy: opt(
@@ -421,7 +396,7 @@ const ref = (r: { revision: number; podTemplateHash?: string | undefined } | und
  * (a revision paused before its ReplicaSet exists, a first release, a failed
  * build), or a spec changed since the status was written, is unknown.
  */
-function inFlightFromStatus(status: ActionStatus, generation: number | undefined): RevisionRef | undefined | Unknown {
+function inFlightFromStatus(status: AppStatus, generation: number | undefined): RevisionRef | undefined | Unknown {
   if (generation !== undefined && status.observedGeneration !== undefined && status.observedGeneration !== generation) {
     return UNKNOWN;
   }
@@ -447,8 +422,7 @@ export function viewOfApp(
   app: AppLike,
   replicaSets: readonly { revision: number; hash: string; deleting: boolean }[] | Unknown,
 ): ActionView {
-  const parsed = StatusSchema.safeParse(app.status ?? {});
-  const status: ActionStatus = parsed.success ? parsed.data : {};
+  const status = readAppStatus(app.status);
   const spec = SpecSchema.safeParse(app.spec ?? {});
   const inFlight = inFlightFromStatus(status, app.metadata.generation);
   const bg = spec.success ? spec.data.strategy?.blueGreen : undefined;
