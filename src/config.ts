@@ -51,6 +51,10 @@ const ConfigFields = z.strictObject({
   webhookSecretFile: z.string().optional(),
   tlsCertFile: z.string().optional(),
   tlsKeyFile: z.string().optional(),
+  sessionKeyFile: z.string().optional().describe('Seals the session cookies; replicas sharing it share sessions.'),
+  sessionReviewIntervalMs: durationFlag('1s')
+    .pipe(z.int().max(5 * 60_000, 'must be at most 5m'))
+    .describe("How often a session's token is reviewed again."),
   buildkitImage: z.string().min(1),
   kanikoImage: z.string().min(1),
   defaultRegistry: z
@@ -108,6 +112,10 @@ export const USAGE = `teal: the Teal operator
   --http-addr HOST:PORT             the HTTP server: /api/v1, /webhooks, /healthz, /readyz, /metrics (default: 127.0.0.1:8081)
   --webhook-secret-file PATH        a global webhook secret, besides each App's webhookSecretRef
   --tls-cert-file PATH --tls-key-file PATH   serve HTTPS instead of HTTP
+  --session-key-file PATH           a secret of at least 32 bytes that seals the session cookies (POST /api/v1/session);
+                                    give every replica the same one so a session holds on each (default: a random
+                                    key per process: sessions hold on one replica until it restarts; docs/dashboard.md)
+  --session-review-interval 5m      a session's token is reviewed again this often; at most 5m (default: 5m)
   --log-level LEVEL                 trace|debug|info|warn|error (default: info)
   --allow-file-git                  accept file:// git URLs (local development only)
   --buildkit-image IMAGE            build image for engine buildkit (default: ${DEFAULT_BUILD_IMAGES.buildkit})
@@ -171,6 +179,8 @@ function readFlags(argv: readonly string[], env: NodeJS.ProcessEnv) {
       'webhook-secret-file': { type: 'string' },
       'tls-cert-file': { type: 'string' },
       'tls-key-file': { type: 'string' },
+      'session-key-file': { type: 'string' },
+      'session-review-interval': { type: 'string', default: '5m' },
       'buildkit-image': { type: 'string', default: DEFAULT_BUILD_IMAGES.buildkit },
       'kaniko-image': { type: 'string', default: DEFAULT_BUILD_IMAGES.kaniko },
       'default-registry': { type: 'string' },
@@ -209,6 +219,8 @@ function toConfigInput(values: Flags, env: NodeJS.ProcessEnv) {
     webhookSecretFile: values['webhook-secret-file'],
     tlsCertFile: values['tls-cert-file'],
     tlsKeyFile: values['tls-key-file'],
+    sessionKeyFile: values['session-key-file'],
+    sessionReviewIntervalMs: values['session-review-interval'],
     buildkitImage: values['buildkit-image'],
     kanikoImage: values['kaniko-image'],
     defaultRegistry: values['default-registry'],

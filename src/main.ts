@@ -171,6 +171,9 @@ async function httpServer(
   const { readWebhookSecretFile, webhooksPlugin } = await import('./api/webhooks.ts');
   const { ANN_REFRESH } = await import('./app/intents.ts');
   const { Writer } = await import('./controller/apply.ts');
+  const { default: helmet } = await import('@fastify/helmet');
+  const { securityHeaderOptions } = await import('./api/headers.ts');
+  const tls = Boolean(config.tlsCertFile && config.tlsKeyFile);
   const https =
     config.tlsCertFile && config.tlsKeyFile
       ? { https: { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile) } }
@@ -178,6 +181,7 @@ async function httpServer(
   // Request logs are noise for probes; warnings and errors still show.
   const server = Fastify({ loggerInstance: log.child({ component: 'http' }, { level: 'warn' }), ...https });
   const isReady = () => manager.isReady();
+  await server.register(helmet, securityHeaderOptions(tls));
   await server.register(healthPlugin, {
     isReady,
     isLeader: () => manager.isLeader(),
@@ -191,6 +195,10 @@ async function httpServer(
     replicaSets: () => apps.caches.replicaSets,
     isReady,
     logger: log.child({ component: 'api' }),
+    sessionKey: await sessionKey(p),
+    tls,
+    sessionReviewIntervalMs: config.sessionReviewIntervalMs,
+    onLogin: (result) => metrics.logins.inc({ result }),
   });
   const writer = new Writer(kubeConfig);
   await server.register(webhooksPlugin, {
@@ -212,6 +220,30 @@ async function httpServer(
     start: async () => void (await server.listen({ host, port: Number(port) })),
     stop: () => server.close(),
   };
+}
+
+/** The key that seals session cookies: --session-key-file's, shared by the replicas, or one of this process. */
+async function sessionKey({ config, log }: Wiring) {
+  const { randomSessionKey, sessionKeyOf } = await import('./api/session-cookie.ts');
+  if (config.sessionKeyFile === undefined) {
+    log.info(
+      'sessions: no --session-key-file, a random key of this process seals them: a session holds on this replica only, until it restarts',
+    );
+    return randomSessionKey();
+  }
+  let secret: Buffer;
+  try {
+    secret = readFileSync(config.sessionKeyFile);
+  } catch (err) {
+    throw new Error(`--session-key-file: ${(err as Error).message}`);
+  }
+  try {
+    const key = sessionKeyOf(secret);
+    log.info({ file: config.sessionKeyFile }, 'sessions: sealed with the key of --session-key-file');
+    return key;
+  } catch (err) {
+    throw new Error(`--session-key-file ${config.sessionKeyFile}: ${(err as Error).message}`);
+  }
 }
 
 /**

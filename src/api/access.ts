@@ -1,6 +1,6 @@
 // Who may call which route of the HTTP API (DESIGN §3.3): each route's access
-// rule names the RBAC request it asks for, and ApiGuard authenticates the
-// caller, then authorizes that request. Without fastify: the plugin runs the
+// rule names the RBAC request it asks for, and ApiGuard identifies the
+// caller (a bearer token or a session, session.ts), then authorizes that request. Without fastify: the plugin runs the
 // guard before the body is read, so strangers cost no parsing.
 import { ACTIONS, type Action } from '../app/intents.ts';
 import type { AccessRequest, ApiAuth, UserInfo } from './auth.ts';
@@ -33,6 +33,9 @@ export function actionAccess({ ns, name, action }: ActionParams): AccessRequest 
   return { verb: action, namespace: ns, name };
 }
 
+/** Finds who calls, or throws 401; called only once the route's rule lets the request be reviewed. */
+export type Identify = () => Promise<UserInfo>;
+
 /** A caller let through to an action, and the action. */
 export interface Admitted {
   user: UserInfo;
@@ -40,38 +43,34 @@ export interface Admitted {
 }
 
 /**
- * The routes' gate: authenticates the caller, then authorizes what the
+ * The routes' gate: identifies the caller, then authorizes what the
  * route's access rule asks; a 403 is logged, with the user but never the token.
  */
 export class ApiGuard {
-  private readonly auth: ApiAuth;
+  private readonly auth: Pick<ApiAuth, 'authorize'>;
 
-  constructor(auth: ApiAuth) {
+  constructor(auth: Pick<ApiAuth, 'authorize'>) {
     this.auth = auth;
   }
 
-  /** The list route: the caller is authenticated before its query is read. */
-  list(authorization: string | undefined, query: { namespace?: unknown }, log: ApiLogger): Promise<UserInfo> {
-    return this.admit(authorization, () => listAccess(query), log);
+  /** The list route: the caller is identified before its query is read. */
+  list(identify: Identify, query: { namespace?: unknown }, log: ApiLogger): Promise<UserInfo> {
+    return this.admit(identify, () => listAccess(query), log);
   }
 
-  get(authorization: string | undefined, params: AppParams, log: ApiLogger): Promise<UserInfo> {
-    return this.admit(authorization, () => getAccess(params), log);
+  get(identify: Identify, params: AppParams, log: ApiLogger): Promise<UserInfo> {
+    return this.admit(identify, () => getAccess(params), log);
   }
 
   /** An action route: an unknown action is no verb worth a review, so its 404 comes before authentication. */
-  async act(authorization: string | undefined, params: ActionParams, log: ApiLogger): Promise<Admitted> {
+  async act(identify: Identify, params: ActionParams, log: ApiLogger): Promise<Admitted> {
     const wanted = actionAccess(params);
-    const user = await this.admit(authorization, () => wanted, log);
+    const user = await this.admit(identify, () => wanted, log);
     return { user, action: wanted.verb };
   }
 
-  private async admit(
-    authorization: string | undefined,
-    access: () => AccessRequest,
-    log: ApiLogger,
-  ): Promise<UserInfo> {
-    const user = await this.auth.authenticate(authorization);
+  private async admit(identify: Identify, access: () => AccessRequest, log: ApiLogger): Promise<UserInfo> {
+    const user = await identify();
     const wanted = access();
     try {
       await this.auth.authorize(user, wanted);

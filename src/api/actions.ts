@@ -6,9 +6,11 @@
 // only spare callers an intent that would be refused anyway.
 //
 // A fastify plugin, kept encapsulated (no fastify-plugin) so its JSON parser,
-// error handler and log serializers stay on its own routes. It only wires
-// steps testable without fastify: ApiGuard (access.ts) lets the caller in,
-// ApiHandlers below answer, and errorAnswer (errors.ts) maps what they throw.
+// error handler, CSRF rule and log serializers stay on its own routes. It only
+// wires steps testable without fastify: csrfProblem (csrf.ts) refuses forged
+// requests, identify (session.ts) finds the caller by bearer token or session
+// cookie, ApiGuard (access.ts) lets the caller in, ApiHandlers below answer,
+// and errorAnswer (errors.ts) maps what they throw.
 import { randomUUID } from 'node:crypto';
 import { CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
@@ -23,10 +25,15 @@ import type { Cached, Informer } from '../kube/informer.ts';
 import type { SharedInformer } from '../kube/multi-namespace-informer.ts';
 import { type ActionArgs, actionVerdict, UNKNOWN, type Unknown, viewOfApp } from '../rollout/action-rules.ts';
 import type { ObservedReplicaSet } from '../rollout/observed.ts';
-import { type ActionParams, type Admitted, ApiGuard, type AppParams } from './access.ts';
+import { type ActionParams, type Admitted, ApiGuard, type AppParams, type Identify } from './access.ts';
 import { type ApiAuth, KubeAuth, type UserInfo } from './auth.ts';
+import { csrfProblem } from './csrf.ts';
 import { ApiError, errorAnswer } from './errors.ts';
-import type { ApiLogger } from './logger.ts';
+import { type ApiLogger, logSerializers } from './logger.ts';
+import { LoginThrottle } from './login-throttle.ts';
+import { identify, Sessions } from './session.ts';
+import { randomSessionKey, type SessionKey } from './session-cookie.ts';
+import { type LoginResult, sessionRoutes } from './session-routes.ts';
 
 /** The part of the App informer the API reads. */
 export type AppCache = Pick<Informer<CachedApp>, 'get' | 'list' | 'listByNamespace'>;
@@ -54,6 +61,14 @@ export interface ApiOptions {
   bodyLimit?: number;
   /** Replaces the TokenReview and SubjectAccessReview checks (tests). */
   auth?: ApiAuth;
+  /** Seals the session cookies; replicas that share it share sessions. Default: a random key of this plugin. */
+  sessionKey?: SessionKey;
+  /** Served over TLS: the session cookie is Secure and __Host- prefixed. */
+  tls?: boolean;
+  /** How often a session's token is reviewed again; at most (and by default) 5 minutes. */
+  sessionReviewIntervalMs?: number;
+  /** Each login's result, for the metrics. */
+  onLogin?: (result: LoginResult) => void;
 }
 
 export const DEFAULT_API_BODY_LIMIT = 16 * 1024;
@@ -208,15 +223,6 @@ const actionArgs = (body: Record<string, unknown>): ActionArgs => {
 
 const NOT_READY = 'the App cache is not synced yet; try again shortly';
 
-// Nothing of the request but these reaches a log line: never its headers.
-const logSerializers = {
-  req: (req: FastifyRequest) => ({
-    method: req.method,
-    url: req.url,
-    remoteAddress: req.ip,
-  }),
-};
-
 // Names that cannot exist are answered like Apps that do not.
 const validName = (ns: string, name: string) => DNS1123_LABEL.test(ns) && DNS1123_LABEL.test(name);
 
@@ -339,20 +345,58 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
       kubeConfig: opts.kubeConfig,
       ...(opts.tokenCacheTtlMs !== undefined ? { tokenCacheTtlMs: opts.tokenCacheTtlMs } : {}),
     });
+  const sessions = new Sessions({
+    key: opts.sessionKey ?? randomSessionKey(),
+    auth,
+    tls: opts.tls ?? false,
+    ...(opts.sessionReviewIntervalMs !== undefined ? { reviewIntervalMs: opts.sessionReviewIntervalMs } : {}),
+  });
   const logger = (request: FastifyRequest): ApiLogger => opts.logger ?? request.log;
+  const caller = (request: FastifyRequest, reply: FastifyReply) =>
+    identify(
+      { authorization: request.headers.authorization, cookie: request.headers.cookie },
+      auth,
+      sessions,
+      (setCookie) => void reply.header('set-cookie', setCookie),
+    );
   acceptJson(fastify, bodyLimit);
   fastify.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
     const answer = errorAnswer(error, bodyLimit);
     if (answer.unexpected) logger(request).error({ err: error, url: request.url }, 'API request failed');
     return reply.code(answer.error.status).headers(answer.error.headers).send(answer.error.body);
   });
+  // Before every route's own hooks: a forged request is refused before anyone is reviewed.
+  fastify.addHook('onRequest', async (request) => {
+    const problem = csrfProblem({
+      method: request.method,
+      hasSessionCookie: sessions.cookieOf(request.headers.cookie) !== undefined,
+      contentType: request.headers['content-type'],
+      origin: request.headers.origin,
+      secFetchSite: header(request.headers['sec-fetch-site']),
+      host: request.headers.host,
+    });
+    if (problem !== undefined) {
+      logger(request).info({ method: request.method, url: request.url, problem }, 'request refused: CSRF rule');
+      throw new ApiError(403, problem);
+    }
+  });
+  sessionRoutes(fastify, {
+    sessions,
+    throttle: new LoginThrottle(),
+    caller,
+    onLogin: opts.onLogin ?? (() => {}),
+    logger,
+  });
   apiRoutes(fastify, {
     guard: new ApiGuard(auth),
     handlers: new ApiHandlers(opts, kubeIntentWriter(opts.kubeConfig)),
+    identifyOf: (request, reply) => async () => (await caller(request, reply)).user,
     bodyLimit,
     logger,
   });
 };
+
+const header = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
 
 /** JSON only, and an empty body is an empty object: `curl -X POST` with no -d must work. */
 function acceptJson(fastify: FastifyInstance, bodyLimit: number): void {
@@ -368,12 +412,14 @@ function acceptJson(fastify: FastifyInstance, bodyLimit: number): void {
 interface RouteDeps {
   guard: ApiGuard;
   handlers: ApiHandlers;
+  /** The request's caller, found when the guard asks. */
+  identifyOf: (request: FastifyRequest, reply: FastifyReply) => Identify;
   bodyLimit: number;
   logger: (request: FastifyRequest) => ApiLogger;
 }
 
 /** The routes: each guarded on request, before its body is read, then answered by its handler. */
-function apiRoutes(fastify: FastifyInstance, { guard, handlers, bodyLimit, logger }: RouteDeps): void {
+function apiRoutes(fastify: FastifyInstance, { guard, handlers, identifyOf, bodyLimit, logger }: RouteDeps): void {
   const admitted = new WeakMap<FastifyRequest, Admitted>();
   const noStore = (reply: FastifyReply, body: object) => reply.header('cache-control', 'no-store').send(body);
 
@@ -381,8 +427,9 @@ function apiRoutes(fastify: FastifyInstance, { guard, handlers, bodyLimit, logge
     '/api/v1/apps',
     {
       logSerializers,
-      onRequest: async (request) => {
-        await guard.list(request.headers.authorization, request.query as { namespace?: unknown }, logger(request));
+      onRequest: async (request, reply) => {
+        const query = request.query as { namespace?: unknown };
+        await guard.list(identifyOf(request, reply), query, logger(request));
       },
     },
     async (request, reply) => {
@@ -395,8 +442,8 @@ function apiRoutes(fastify: FastifyInstance, { guard, handlers, bodyLimit, logge
     '/api/v1/namespaces/:ns/apps/:name',
     {
       logSerializers,
-      onRequest: async (request) => {
-        await guard.get(request.headers.authorization, request.params as AppParams, logger(request));
+      onRequest: async (request, reply) => {
+        await guard.get(identifyOf(request, reply), request.params as AppParams, logger(request));
       },
     },
     async (request, reply) => noStore(reply, handlers.get(request.params.ns, request.params.name)),
@@ -407,9 +454,9 @@ function apiRoutes(fastify: FastifyInstance, { guard, handlers, bodyLimit, logge
     {
       bodyLimit,
       logSerializers,
-      onRequest: async (request) => {
+      onRequest: async (request, reply) => {
         const params = request.params as ActionParams;
-        admitted.set(request, await guard.act(request.headers.authorization, params, logger(request)));
+        admitted.set(request, await guard.act(identifyOf(request, reply), params, logger(request)));
       },
     },
     async (request, reply) => {

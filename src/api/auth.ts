@@ -3,9 +3,11 @@
 // action. RBAC stays the single source of truth: `kubectl auth can-i promote
 // apps.teal.dev` answers for the API too.
 //
-// Tokens are secrets: they are never logged, and never kept. Positive
-// TokenReviews are cached for a few seconds under a sha256 of the token, so a
-// burst of calls costs one review. Access reviews are not cached: a revoked
+// Tokens are secrets: they are never logged, and never kept (but sealed in a
+// session cookie, session.ts). TokenReviews are cached under a sha256 of the
+// token: a positive one for a few seconds, so a burst of calls costs one
+// review, and a rejected one for a minute, so a garbage token sent again and
+// again costs one review a minute. Access reviews are not cached: a revoked
 // RoleBinding takes effect on the next call.
 import { createHash } from 'node:crypto';
 import {
@@ -37,6 +39,8 @@ export interface AccessRequest {
 export interface ApiAuth {
   /** Throws ApiError 401 for a missing or invalid token, 503 when the review itself fails. */
   authenticate(authorization: string | undefined): Promise<UserInfo>;
+  /** The same for a token given alone (a login's body, a session's token reviewed again). */
+  reviewToken(token: string): Promise<UserInfo>;
   /** Throws ApiError 403 when not allowed, 503 when the review itself fails. */
   authorize(user: UserInfo, request: AccessRequest): Promise<void>;
 }
@@ -44,8 +48,10 @@ export interface ApiAuth {
 export interface KubeAuthOptions {
   /** The operator's own identity: it needs create on tokenreviews and subjectaccessreviews (system:auth-delegator). */
   kubeConfig: KubeConfig;
-  /** How long a positive TokenReview is trusted; default 10 s, 0 turns the cache off. */
+  /** How long a positive TokenReview is trusted; default 10 s, 0 turns the cache off (the negative one too). */
   tokenCacheTtlMs?: number;
+  /** How long a token the API server rejected is rejected without asking again; default 60 s. */
+  rejectedTokenTtlMs?: number;
   /** Most tokens remembered at once; default 1,000. */
   maxCachedTokens?: number;
   /** Audiences the token must be meant for; default the API server's own. */
@@ -53,11 +59,26 @@ export interface KubeAuthOptions {
   now?: () => number;
 }
 
-/** Pino redact paths for servers that log request headers: the token must never reach a log. */
-export const REDACT_PATHS = ['req.headers.authorization', 'headers.authorization', 'request.headers.authorization'];
+/**
+ * Pino redact paths for servers that log request or answer headers: neither a
+ * token nor a session cookie (which holds one, sealed) may reach a log.
+ */
+export const REDACT_PATHS = [
+  'req.headers.authorization',
+  'headers.authorization',
+  'request.headers.authorization',
+  'req.headers.cookie',
+  'headers.cookie',
+  'request.headers.cookie',
+  'res.headers["set-cookie"]',
+  'headers["set-cookie"]',
+];
 
 // Real tokens are well under this (JWTs of a few KB); longer ones are not worth a review.
-const MAX_TOKEN_LENGTH = 16 * 1024;
+export const MAX_TOKEN_LENGTH = 16 * 1024;
+
+/** The default of KubeAuthOptions.rejectedTokenTtlMs. */
+export const REJECTED_TOKEN_TTL_MS = 60_000;
 
 /** The token of an `Authorization: Bearer <token>` header, or undefined. */
 export function bearerToken(header: string | undefined): string | undefined {
@@ -77,6 +98,7 @@ export class KubeAuth implements ApiAuth {
   private readonly authn: AuthenticationV1Api;
   private readonly authz: AuthorizationV1Api;
   private readonly ttlMs: number;
+  private readonly rejectedTtlMs: number;
   private readonly maxTokens: number;
   private readonly audiences: string[] | undefined;
   private readonly now: () => number;
@@ -87,6 +109,7 @@ export class KubeAuth implements ApiAuth {
     this.authn = options.kubeConfig.makeApiClient(AuthenticationV1Api);
     this.authz = options.kubeConfig.makeApiClient(AuthorizationV1Api);
     this.ttlMs = options.tokenCacheTtlMs ?? 10_000;
+    this.rejectedTtlMs = options.rejectedTokenTtlMs ?? REJECTED_TOKEN_TTL_MS;
     this.maxTokens = options.maxCachedTokens ?? 1000;
     this.audiences = options.audiences;
     this.now = options.now ?? Date.now;
@@ -98,6 +121,11 @@ export class KubeAuth implements ApiAuth {
     }
     const token = bearerToken(authorization);
     if (token === undefined) throw unauthorized('the Authorization header must be "Bearer <token>"');
+    return this.reviewToken(token);
+  }
+
+  async reviewToken(token: string): Promise<UserInfo> {
+    if (token === '' || token.length > MAX_TOKEN_LENGTH) throw unauthorized('the token is invalid or expired');
     const key = tokenKey(token);
     const now = this.now();
     const cached = this.reviews.get(key);
@@ -108,9 +136,14 @@ export class KubeAuth implements ApiAuth {
     if (this.ttlMs > 0) {
       this.prune(now);
       this.reviews.set(key, { expires: now + this.ttlMs, user });
-      // Only positive answers are kept: a failed or rejected review is asked again next time.
-      user.catch(() => {
-        if (this.reviews.get(key)?.user === user) this.reviews.delete(key);
+      // A rejected token stays rejected for rejectedTtlMs; a review that failed is asked again next time.
+      user.catch((err: unknown) => {
+        if (this.reviews.get(key)?.user !== user) return;
+        if (err instanceof ApiError && err.status === 401 && this.rejectedTtlMs > 0) {
+          this.reviews.set(key, { expires: this.now() + this.rejectedTtlMs, user });
+        } else {
+          this.reviews.delete(key);
+        }
       });
     }
     return user;

@@ -10,6 +10,7 @@ export const REASONS = {
   409: 'Conflict',
   413: 'RequestEntityTooLarge',
   422: 'Invalid',
+  429: 'TooManyRequests',
   500: 'InternalError',
   503: 'ServiceUnavailable',
 } as const;

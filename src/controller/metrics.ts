@@ -121,6 +121,12 @@ export class Metrics {
     labelNames: ['provider', 'result'],
     registers: [this.registry],
   });
+  readonly logins = new Counter({
+    name: 'teal_dashboard_logins_total',
+    help: 'Logins (POST /api/v1/session), by result: ok, bad_token, rate_limited, review_failed',
+    labelNames: ['result'],
+    registers: [this.registry],
+  });
   readonly gitResolve = new Histogram({
     name: 'teal_git_resolve_duration_seconds',
     help: 'ls-remote latency, one per repository poll',

@@ -100,25 +100,30 @@ describe('ApiGuard', () => {
         if (authorization !== 'Bearer ann-token') throw unauthorized('invalid token');
         return ann;
       },
+      reviewToken: (token) => auth.authenticate(`Bearer ${token}`),
       authorize: async (user, request) => {
         calls.push(`authorize ${user.username} ${JSON.stringify(request)}`);
         if (!allowed(request)) throw new ApiError(403, 'forbidden');
       },
     };
     const log = { debug: () => {}, info: (obj: object) => logged.push(obj), warn: () => {}, error: () => {} };
-    return { guard: new ApiGuard(auth), calls, logged, log };
+    // The caller as the plugin finds a bearer one (session.ts identify).
+    const as = (authorization: string | undefined) => () => auth.authenticate(authorization);
+    return { guard: new ApiGuard(auth), calls, logged, log, as };
   }
 
   it('lets ann act, naming the action she may do', async () => {
     const g = guard(() => true);
-    const admitted = await g.guard.act('Bearer ann-token', { ns: 'team', name: 'web', action: 'undo' }, g.log);
+    const admitted = await g.guard.act(g.as('Bearer ann-token'), { ns: 'team', name: 'web', action: 'undo' }, g.log);
     expect(admitted).toEqual({ user: ann, action: 'undo' });
     expect(g.calls).toEqual(['authenticate', 'authorize ann {"verb":"undo","namespace":"team","name":"web"}']);
   });
 
   it('answers an unknown action 404 before any review, even to a stranger', async () => {
     const g = guard(() => true);
-    await expect(g.guard.act(undefined, { ns: 'team', name: 'web', action: 'delete' }, g.log)).rejects.toMatchObject({
+    await expect(
+      g.guard.act(g.as(undefined), { ns: 'team', name: 'web', action: 'delete' }, g.log),
+    ).rejects.toMatchObject({
       status: 404,
     });
     expect(g.calls).toEqual([]);
@@ -127,16 +132,16 @@ describe('ApiGuard', () => {
   it('authenticates before reading the list query: a stranger gets 401, ann 400 for a namespace given twice', async () => {
     const g = guard(() => true);
     const twice = { namespace: ['a', 'b'] };
-    await expect(g.guard.list('Bearer other', twice, g.log)).rejects.toMatchObject({ status: 401 });
-    await expect(g.guard.list('Bearer ann-token', twice, g.log)).rejects.toMatchObject({ status: 400 });
+    await expect(g.guard.list(g.as('Bearer other'), twice, g.log)).rejects.toMatchObject({ status: 401 });
+    await expect(g.guard.list(g.as('Bearer ann-token'), twice, g.log)).rejects.toMatchObject({ status: 400 });
     expect(g.calls).toEqual(['authenticate', 'authenticate']);
-    await expect(g.guard.list('Bearer ann-token', { namespace: 'team' }, g.log)).resolves.toEqual(ann);
+    await expect(g.guard.list(g.as('Bearer ann-token'), { namespace: 'team' }, g.log)).resolves.toEqual(ann);
     expect(g.calls.at(-1)).toBe('authorize ann {"verb":"list","namespace":"team"}');
   });
 
   it('logs a 403 with the user and what was asked, never the token', async () => {
     const g = guard((request) => request.verb !== 'get');
-    await expect(g.guard.get('Bearer ann-token', { ns: 'team', name: 'web' }, g.log)).rejects.toMatchObject({
+    await expect(g.guard.get(g.as('Bearer ann-token'), { ns: 'team', name: 'web' }, g.log)).rejects.toMatchObject({
       status: 403,
     });
     expect(g.logged).toEqual([{ user: 'ann', verb: 'get', namespace: 'team', name: 'web' }]);
@@ -145,7 +150,7 @@ describe('ApiGuard', () => {
 
   it('logs nothing for a 401', async () => {
     const g = guard(() => true);
-    await expect(g.guard.get('Bearer other', { ns: 'team', name: 'web' }, g.log)).rejects.toMatchObject({
+    await expect(g.guard.get(g.as('Bearer other'), { ns: 'team', name: 'web' }, g.log)).rejects.toMatchObject({
       status: 401,
     });
     expect(g.logged).toEqual([]);

@@ -142,6 +142,7 @@ describe('POST promote with skipChecks', () => {
       isReady: () => true,
       auth: {
         authenticate: async () => ({ username: 'ann', groups: [] }),
+        reviewToken: async () => ({ username: 'ann', groups: [] }),
         authorize: async () => {},
       },
       logger: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
@@ -153,8 +154,10 @@ describe('POST promote with skipChecks', () => {
     await new Promise<void>((resolve) => kube.close(() => resolve()));
   });
 
+  // The fake auth takes any token, but a caller must send one (or a session cookie).
+  const BEARER = { authorization: 'Bearer any' };
   const promote = (payload: object) =>
-    api.inject({ method: 'POST', url: '/api/v1/namespaces/ns/apps/web/promote', payload });
+    api.inject({ method: 'POST', url: '/api/v1/namespaces/ns/apps/web/promote', payload, headers: BEARER });
 
   it('records an intent that carries it, and refuses the promotion without it', async () => {
     apps.set('ns/web', cached('Running'));
@@ -177,7 +180,7 @@ describe('POST promote with skipChecks', () => {
 
   it('answers GET with the runs', async () => {
     apps.set('ns/web', cached('Inconclusive'));
-    const res = await api.inject({ method: 'GET', url: '/api/v1/namespaces/ns/apps/web' });
+    const res = await api.inject({ method: 'GET', url: '/api/v1/namespaces/ns/apps/web', headers: BEARER });
     expect(res.statusCode).toBe(200);
     expect(res.json().analysis).toEqual({ prePromotion: run('Inconclusive') });
   });
