@@ -16,14 +16,21 @@ import { CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } fr
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { APPS_INDEX, type CachedApp } from '../app/cached.ts';
-import { type Action, IntentSchema, intentAnnotation, readIntents } from '../app/intents.ts';
+import {
+  type Action,
+  type ActionArgs,
+  ARGS_SCHEMAS,
+  encodeIntent,
+  intentAnnotation,
+  readIntents,
+} from '../app/intents.ts';
 import { DNS1123_LABEL } from '../app/patterns.ts';
 import { APP_API } from '../app/schema.ts';
 import { readAppStatus } from '../app/status-reader.ts';
 import { errorMessage } from '../kube/errors.ts';
 import type { Cached, Informer } from '../kube/informer.ts';
 import type { SharedInformer } from '../kube/multi-namespace-informer.ts';
-import { type ActionArgs, actionVerdict, UNKNOWN, type Unknown, viewOfApp } from '../rollout/action-rules.ts';
+import { actionVerdict, UNKNOWN, type Unknown, viewOfApp } from '../rollout/action-rules.ts';
 import type { ObservedReplicaSet } from '../rollout/observed.ts';
 import { type ActionParams, type Admitted, ApiGuard, type AppParams, type Identify } from './access.ts';
 import { type ApiAuth, KubeAuth, type UserInfo } from './auth.ts';
@@ -75,33 +82,15 @@ export const DEFAULT_API_BODY_LIMIT = 16 * 1024;
 
 // ---- request bodies ----
 
-export const ActionBodySchemas = {
-  promote: z.strictObject({
-    revision: z.int().min(1).optional(),
-    full: z.boolean().optional(),
-    skipChecks: z.boolean().optional(),
-  }),
-  abort: z.strictObject({}),
-  retry: z.strictObject({}),
-  undo: z.strictObject({
-    toRevision: z.int().min(1).optional(),
-    preview: z.boolean().optional(),
-  }),
-  pause: z.strictObject({}),
-  resume: z.strictObject({}),
-  restart: z.strictObject({}),
-} as const satisfies Record<Action, z.ZodType>;
-
-export type ActionBody<A extends Action> = z.output<(typeof ActionBodySchemas)[A]>;
-
 /**
- * Validates an action body as Kubernetes does with strict field validation:
- * an unknown field or a body that is not an object is a 400, a wrong value a 422.
+ * Validates an action body, the action's arguments as app/intents.ts declares
+ * them, as Kubernetes does with strict field validation: an unknown field or a
+ * body that is not an object is a 400, a wrong value a 422.
  */
-export function parseActionBody(action: Action, body: unknown): Record<string, unknown> {
+export function parseActionBody(action: Action, body: unknown): ActionArgs {
   if (body === undefined || body === null) return {};
   if (typeof body !== 'object' || Array.isArray(body)) throw new ApiError(400, 'the body must be a JSON object');
-  const result = ActionBodySchemas[action].safeParse(body);
+  const result = ARGS_SCHEMAS[action].safeParse(body);
   if (result.success) return result.data;
   const unknown = result.error.issues.flatMap((i) => (i.code === 'unrecognized_keys' ? i.keys : []));
   if (unknown.length > 0) {
@@ -199,25 +188,13 @@ export function appView(app: CachedApp): AppView {
 export function conflictOf(
   app: CachedApp,
   action: Action,
-  body: Record<string, unknown>,
+  args: ActionArgs,
   replicaSets: readonly ObservedReplicaSet[] | Unknown = UNKNOWN,
 ): string | undefined {
-  const verdict = actionVerdict(action, actionArgs(body), viewOfApp(app, replicaSets));
+  const verdict = actionVerdict(action, args, viewOfApp(app, replicaSets));
   if (verdict.allowed) return undefined;
   return `App ${app.metadata.namespace}/${app.metadata.name}: ${verdict.reason}`;
 }
-
-const actionArgs = (body: Record<string, unknown>): ActionArgs => {
-  const int = (v: unknown) => (typeof v === 'number' ? v : undefined);
-  const bool = (v: unknown) => (typeof v === 'boolean' ? v : undefined);
-  return {
-    revision: int(body.revision),
-    full: bool(body.full),
-    skipChecks: bool(body.skipChecks),
-    toRevision: int(body.toRevision),
-    preview: bool(body.preview),
-  };
-};
 
 // ---- the plugin ----
 
@@ -307,17 +284,17 @@ export class ApiHandlers {
       log.info({ user: user.username, action, namespace: ns, name, conflict }, 'action refused');
       throw new ApiError(409, conflict);
     }
-    const intent = IntentSchema.safeParse({
+    const intent = encodeIntent(action, {
       id: randomUUID(),
       by: user.username,
       via: 'api',
       at: new Date().toISOString(),
       ...body,
     });
-    if (!intent.success) throw new ApiError(422, intent.error.issues.map((i) => i.message).join('; '));
-    const id = intent.data.id;
+    if (!intent.ok) throw new ApiError(422, intent.problem);
+    const id = intent.intent.id;
     try {
-      await this.writeIntent(ns, name, app.metadata.uid, action, JSON.stringify(intent.data));
+      await this.writeIntent(ns, name, app.metadata.uid, action, intent.value);
     } catch (err) {
       throw patchError(err, ns, name, `/api/v1/namespaces/${ns}/apps/${name}/${action}`, log);
     }

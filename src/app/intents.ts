@@ -9,6 +9,90 @@ import { rfc3339Time, shown, type ValueProblem, ValueReader } from './cluster-va
 export const ACTIONS = ['promote', 'abort', 'retry', 'undo', 'pause', 'resume', 'restart'] as const;
 export type Action = (typeof ACTIONS)[number];
 
+// ---- the arguments of each action, declared once ----
+
+/** How an argument is written: a revision number (1, 2, ...) or a switch. */
+export const KIND_SCHEMAS = { revision: z.int().min(1), switch: z.boolean() } as const;
+export type ArgKind = keyof typeof KIND_SCHEMAS;
+
+export interface ArgDeclaration {
+  kind: ArgKind;
+  /** What it does, in the CLI's help. */
+  help: string;
+}
+
+/**
+ * The arguments each action takes: the one declaration from which the HTTP
+ * API's body, the CLI's flags (--kebab-case of the name) and their help, the
+ * intent annotation and the rules (ActionArgs) all derive, so an argument
+ * cannot be accepted by one and unknown to another. In the order the CLI's
+ * usage line shows them. A name means the same in every action that takes it.
+ */
+export const ACTION_ARGS = {
+  promote: {
+    full: { kind: 'switch', help: 'skip the remaining waits and, as in Argo Rollouts, the checks' },
+    revision: { kind: 'revision', help: 'promote only if revision N is the one in preview (refused otherwise)' },
+    skipChecks: {
+      kind: 'switch',
+      help: 'promote without waiting for the checks (prePromotionAnalysis); recorded in history',
+    },
+  },
+  abort: {},
+  retry: {},
+  undo: {
+    toRevision: { kind: 'revision', help: 'the revision to return to (default: the previous stable one)' },
+    preview: { kind: 'switch', help: 'stage it as a preview, to promote, instead of going active at once' },
+  },
+  pause: {},
+  resume: {},
+  restart: {},
+} as const satisfies Record<Action, Record<string, ArgDeclaration>>;
+
+type Declared = typeof ACTION_ARGS;
+/** The name of an argument of any action. */
+export type ArgName = { [A in Action]: keyof Declared[A] }[Action];
+type KindOf<K extends ArgName> = {
+  [A in Action]: K extends keyof Declared[A]
+    ? Declared[A][K] extends { kind: infer T extends ArgKind }
+      ? T
+      : never
+    : never;
+}[Action];
+type ValueOfKind = { [K in ArgKind]: z.output<(typeof KIND_SCHEMAS)[K]> };
+
+/** The arguments an action may carry (an intent's, an API body's, the CLI's flags), as the rules read them. */
+export type ActionArgs = { [K in ArgName]?: ValueOfKind[KindOf<K>] };
+
+/** The arguments an action takes, in declared order. */
+export function argsOf(action: Action): [ArgName, ArgDeclaration][] {
+  return Object.entries(ACTION_ARGS[action]) as [ArgName, ArgDeclaration][];
+}
+
+/** Every argument of any action, once each. */
+export function allArgs(): [ArgName, ArgDeclaration][] {
+  return [...new Map(ACTIONS.flatMap(argsOf)).entries()];
+}
+
+const argsShape = (action: Action) =>
+  Object.fromEntries(argsOf(action).map(([name, arg]) => [name, KIND_SCHEMAS[arg.kind].optional()]));
+
+const byAction = <T>(make: (action: Action) => T): Record<Action, T> =>
+  Object.fromEntries(ACTIONS.map((action) => [action, make(action)])) as Record<Action, T>;
+
+/** Each action's arguments as a body: strict, so an argument the action does not take is refused, not ignored. */
+export const ARGS_SCHEMAS: Record<Action, z.ZodType<ActionArgs>> = byAction((action) =>
+  z.strictObject(argsShape(action)),
+);
+
+/** The arguments of `args` that the action takes and that say something (a switch off says nothing). */
+export function givenArgs(action: Action, args: ActionArgs): ActionArgs {
+  return Object.fromEntries(
+    argsOf(action).flatMap(([name]) => (args[name] === undefined || args[name] === false ? [] : [[name, args[name]]])),
+  );
+}
+
+// ---- intents ----
+
 export const INTENT_PREFIX = 'intents.teal.dev/';
 /**
  * Not an intent but a request, as Flux's reconcile.fluxcd.io/requestedAt: resolve
@@ -20,23 +104,62 @@ export const intentAnnotation = (action: Action): string => `${INTENT_PREFIX}${a
 
 export const VIAS = ['api', 'cli', 'kubectl'] as const;
 
-export const IntentSchema = z.strictObject({
+/** Who recorded an intent, when and how; with the action's arguments, its annotation's value. */
+const INTENT_FIELDS = {
   id: z.string().min(1).max(64),
   by: z.string().max(256),
   via: z.enum(VIAS),
   at: z.string().refine((at) => rfc3339Time.parse(at) !== undefined, 'must be an RFC 3339 time'),
-  /** promote: the revision the caller saw in preview. */
-  revision: z.int().min(1).optional(),
-  /** promote: skip the remaining waits and the checks (Argo Rollouts' promote --full). */
-  full: z.boolean().optional(),
-  /** promote: without waiting for prePromotionAnalysis to pass. */
-  skipChecks: z.boolean().optional(),
-  /** undo: the revision to return to; default the previous stable one. */
-  toRevision: z.int().min(1).optional(),
-  /** undo: stage the revision as a preview instead of going active at once. */
-  preview: z.boolean().optional(),
-});
-export type Intent = z.output<typeof IntentSchema> & { action: Action };
+};
+type IntentFields = z.output<z.ZodObject<typeof INTENT_FIELDS>>;
+
+export type Intent = IntentFields & ActionArgs & { action: Action };
+
+/** An action's intent as its annotation holds it: strict, as the API's body is. */
+export const INTENT_SCHEMAS: Record<Action, z.ZodType<IntentFields & ActionArgs>> = byAction((action) =>
+  z.strictObject({ ...INTENT_FIELDS, ...argsShape(action) }),
+);
+
+/** What zod found wrong, naming the field; an argument the action does not take as such. */
+function issuesOf(action: Action, error: z.ZodError): string {
+  return error.issues
+    .map((i) =>
+      i.code === 'unrecognized_keys'
+        ? `${action} takes no ${i.keys.map((k) => `"${k}"`).join(', ')}`
+        : `${i.path.join('.') || 'intent'}: ${i.message}`,
+    )
+    .join('; ');
+}
+
+/**
+ * The annotation value that records an action, or why the operator would not
+ * read it back (it drops an intent it cannot read: never write one).
+ */
+export function encodeIntent(
+  action: Action,
+  intent: IntentFields & ActionArgs,
+): { ok: true; intent: IntentFields & ActionArgs; value: string } | { ok: false; problem: string } {
+  const parsed = INTENT_SCHEMAS[action].safeParse(intent);
+  if (!parsed.success) return { ok: false, problem: issuesOf(action, parsed.error) };
+  return { ok: true, intent: parsed.data, value: JSON.stringify(parsed.data) };
+}
+
+/** An annotation's value as the action's intent, or why it is none. */
+export function decodeIntent(
+  action: Action,
+  value: string,
+): { ok: true; intent: Intent } | { ok: false; problem: string } {
+  let json: unknown;
+  try {
+    json = JSON.parse(value);
+  } catch {
+    return { ok: false, problem: 'is not JSON' };
+  }
+  const parsed = INTENT_SCHEMAS[action].safeParse(json);
+  if (parsed.success) return { ok: true, intent: { ...parsed.data, action } };
+  const why = issuesOf(action, parsed.error);
+  return { ok: false, problem: `is not an intent (${why.length > 200 ? `${why.slice(0, 200)}…` : why})` };
+}
 
 export interface IntentParse {
   intents: Intent[];
@@ -55,20 +178,9 @@ export function readIntents(annotations: Record<string, string> | undefined, obj
     const key = intentAnnotation(action);
     const raw = annotations?.[key];
     if (raw === undefined) continue;
-    const bad = (why: string) => read.report('InvalidAnnotation', `annotation ${key}=${shown(raw)}`, why);
-    let json: unknown;
-    try {
-      json = JSON.parse(raw);
-    } catch {
-      bad('is not JSON');
-      continue;
-    }
-    const parsed = IntentSchema.safeParse(json);
-    if (parsed.success) intents.push({ ...parsed.data, action });
-    else {
-      const why = parsed.error.issues.map((i) => `${i.path.join('.') || 'intent'}: ${i.message}`).join('; ');
-      bad(`is not an intent (${why.length > 200 ? `${why.slice(0, 200)}…` : why})`);
-    }
+    const decoded = decodeIntent(action, raw);
+    if (decoded.ok) intents.push(decoded.intent);
+    else read.report('InvalidAnnotation', `annotation ${key}=${shown(raw)}`, decoded.problem);
   }
   intents.sort((a, b) => a.at.localeCompare(b.at) || ACTIONS.indexOf(a.action) - ACTIONS.indexOf(b.action));
   return { intents, problems: read.problems };

@@ -2,6 +2,7 @@
 // parsed with util.parseArgs. Flags may come before or after the command, as
 // kubectl allows; kubectl itself passes everything after "teal" unchanged.
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
+import { type Action, type ActionArgs, type ArgName, allArgs, argsOf, KIND_SCHEMAS } from '../app/intents.ts';
 import { UsageError } from './errors.ts';
 import { FORMATS, type Format } from './output.ts';
 
@@ -44,6 +45,25 @@ const command = (
   examples: readonly string[],
 ): CommandSpec => ({ name, usage, summary, args, flags: { ...flags, ...GLOBAL }, examples });
 
+/** An action's flag: the argument's name (app/intents.ts) in kebab case, as --skip-checks for skipChecks. */
+export const flagOf = (name: ArgName): string => name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+/**
+ * An action's command: its usage line and flags derived from the arguments
+ * the action takes, so the CLI offers exactly what the API and the intent accept.
+ */
+function actionCommand(action: Action, summary: string, examples: readonly string[]): CommandSpec {
+  const args = argsOf(action);
+  const usage = args.map(([name, arg]) => `[--${flagOf(name)}${arg.kind === 'revision' ? ' N' : ''}]`);
+  const flags = Object.fromEntries(
+    args.map(([name, arg]): [string, Flag] => [
+      flagOf(name),
+      arg.kind === 'revision' ? { type: 'string', value: 'N', help: arg.help } : { type: 'boolean', help: arg.help },
+    ]),
+  );
+  return command(action, ['APP', ...usage].join(' '), summary, ['APP'], flags, examples);
+}
+
 export const COMMANDS: readonly CommandSpec[] = [
   command(
     'list',
@@ -67,67 +87,25 @@ export const COMMANDS: readonly CommandSpec[] = [
     },
     ['kubectl teal get weather', 'kubectl teal get weather -w', 'kubectl teal get weather -o json'],
   ),
-  command(
-    'promote',
-    'APP [--full] [--revision N] [--skip-checks]',
-    'Promote the revision in preview to active',
-    ['APP'],
-    {
-      full: { type: 'boolean', help: 'skip the remaining waits' },
-      'skip-checks': {
-        type: 'boolean',
-        help: 'promote without waiting for the checks (prePromotionAnalysis); recorded in history',
-      },
-      revision: {
-        type: 'string',
-        value: 'N',
-        help: 'promote only if revision N is the one in preview (refused otherwise)',
-      },
-    },
-    [
-      'kubectl teal promote weather',
-      'kubectl teal promote weather --revision 7',
-      'kubectl teal promote weather --skip-checks',
-    ],
-  ),
-  command(
-    'abort',
-    'APP',
-    'Abort the release in progress: active stays on, or returns to, the stable revision',
-    ['APP'],
-    {},
-    ['kubectl teal abort weather'],
-  ),
-  command('retry', 'APP', 'Clear an abort, so the desired revision is tried again', ['APP'], {}, [
-    'kubectl teal retry weather',
+  actionCommand('promote', 'Promote the revision in preview to active', [
+    'kubectl teal promote weather',
+    'kubectl teal promote weather --revision 7',
+    'kubectl teal promote weather --skip-checks',
   ]),
-  command(
-    'undo',
-    'APP [--to-revision N] [--preview]',
-    'Return to the previous stable revision, or to revision N',
-    ['APP'],
-    {
-      'to-revision': {
-        type: 'string',
-        value: 'N',
-        help: 'the revision to return to (default: the previous stable one)',
-      },
-      preview: { type: 'boolean', help: 'stage it as a preview, to promote, instead of going active at once' },
-    },
-    ['kubectl teal undo weather', 'kubectl teal undo weather --to-revision 3 --preview'],
-  ),
-  command('pause', 'APP', 'Pause the App: nothing new is deployed or promoted', ['APP'], {}, [
-    'kubectl teal pause weather',
+  actionCommand('abort', 'Abort the release in progress: active stays on, or returns to, the stable revision', [
+    'kubectl teal abort weather',
   ]),
-  command('resume', 'APP', 'Resume a paused App', ['APP'], {}, ['kubectl teal resume weather']),
-  command(
-    'restart',
-    'APP',
-    'Replace the pods of the active revision, a few at a time, without a new revision',
-    ['APP'],
-    {},
-    ['kubectl teal restart weather', 'kubectl teal restart weather && kubectl teal status weather'],
-  ),
+  actionCommand('retry', 'Clear an abort, so the desired revision is tried again', ['kubectl teal retry weather']),
+  actionCommand('undo', 'Return to the previous stable revision, or to revision N', [
+    'kubectl teal undo weather',
+    'kubectl teal undo weather --to-revision 3 --preview',
+  ]),
+  actionCommand('pause', 'Pause the App: nothing new is deployed or promoted', ['kubectl teal pause weather']),
+  actionCommand('resume', 'Resume a paused App', ['kubectl teal resume weather']),
+  actionCommand('restart', 'Replace the pods of the active revision, a few at a time, without a new revision', [
+    'kubectl teal restart weather',
+    'kubectl teal restart weather && kubectl teal status weather',
+  ]),
   command(
     'status',
     'APP [--timeout 5m]',
@@ -178,7 +156,8 @@ export const COMMANDS: readonly CommandSpec[] = [
   command('version', '', 'Print the version of kubectl-teal', [], {}, ['kubectl teal version']),
 ];
 
-export interface Flags {
+/** The flags of every command; an action's arguments (a switch not given: false) among them. */
+export interface Flags extends ActionArgs {
   namespace: string | undefined;
   allNamespaces: boolean;
   context: string | undefined;
@@ -186,11 +165,6 @@ export interface Flags {
   output: Format | undefined;
   help: boolean;
   watch: boolean;
-  full: boolean;
-  skipChecks: boolean;
-  revision: number | undefined;
-  toRevision: number | undefined;
-  preview: boolean;
   timeout: string | undefined;
   follow: boolean;
   commit: string | undefined;
@@ -212,10 +186,25 @@ const VALUE_FLAGS = new Set(
   ),
 );
 
-function positiveInt(value: string | undefined, flag: string, cmd: string): number | undefined {
+/** A revision flag's number, as the API and the intent accept it: a safe integer from 1 up. */
+function revisionNumber(value: string | undefined, flag: string, cmd: string): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^[1-9][0-9]*$/.test(value)) throw new UsageError(`--${flag} must be a revision number (1, 2, ...)`, cmd);
+  if (!/^[1-9][0-9]*$/.test(value) || !KIND_SCHEMAS.revision.safeParse(Number(value)).success) {
+    throw new UsageError(`--${flag} must be a revision number (1, 2, ...)`, cmd);
+  }
   return Number(value);
+}
+
+/** The actions' arguments from the flags given; a switch not given is off. */
+function argValues(values: Values, cmd: string): ActionArgs {
+  return Object.fromEntries(
+    allArgs().map(([name, arg]) => {
+      const flag = flagOf(name);
+      const value = values[flag];
+      if (arg.kind === 'switch') return [name, value === true];
+      return [name, revisionNumber(typeof value === 'string' ? value : undefined, flag, cmd)];
+    }),
+  );
 }
 
 /** Where the command is: the first word that is not a flag or a flag's value; -1 when there is none. */
@@ -298,11 +287,7 @@ function flagsOf(spec: CommandSpec, values: Values): Flags {
     output: output as Format | undefined,
     help: false,
     watch: bool('watch'),
-    full: bool('full'),
-    skipChecks: bool('skip-checks'),
-    revision: positiveInt(str('revision'), 'revision', spec.name),
-    toRevision: positiveInt(str('to-revision'), 'to-revision', spec.name),
-    preview: bool('preview'),
+    ...argValues(values, spec.name),
     timeout: str('timeout'),
     follow: bool('follow'),
     commit: str('commit'),

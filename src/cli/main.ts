@@ -1,7 +1,7 @@
 // kubectl-teal: the kubectl plugin of Teal (`kubectl teal ...`). It works
 // with the user's kubeconfig, so the API server enforces their RBAC, and it
 // never touches workloads: actions are intents on the App (DESIGN §3.2, §3.5).
-import type { Action } from '../app/intents.ts';
+import { ACTIONS } from '../app/intents.ts';
 import { type CommandSpec, commandHelp, type Flags, mainHelp, parse } from './args.ts';
 import { actionCommand } from './commands/actions.ts';
 import { get } from './commands/get.ts';
@@ -14,8 +14,6 @@ import { CliError, EXIT, UsageError } from './errors.ts';
 
 type Run = (args: string[], flags: Flags) => Promise<number> | number;
 
-const ACTION_COMMANDS: readonly Action[] = ['promote', 'abort', 'retry', 'undo', 'pause', 'resume', 'restart'];
-
 const RUN: Record<string, Run> = {
   list,
   get,
@@ -23,7 +21,7 @@ const RUN: Record<string, Run> = {
   logs,
   set: setImage,
   version,
-  ...Object.fromEntries(ACTION_COMMANDS.map((a) => [a, actionCommand(a)])),
+  ...Object.fromEntries(ACTIONS.map((a) => [a, actionCommand(a)])),
 };
 
 export async function main(argv: readonly string[]): Promise<number> {

@@ -8,7 +8,7 @@
 // answers with its Event.
 import { z } from 'zod';
 import type { RunPhase } from '../app/analysis-schema.ts';
-import type { Action } from '../app/intents.ts';
+import type { Action, ActionArgs } from '../app/intents.ts';
 import type { AppStatus } from '../app/schema.ts';
 import { readAppStatus } from '../app/status-reader.ts';
 
@@ -19,20 +19,6 @@ export interface RevisionRef {
   revision: number;
   /** The pod template hash; '' when the caller could not read it. */
   hash: string;
-}
-
-/** The arguments an action may carry (an intent's, an API body's, the CLI's flags). */
-export interface ActionArgs {
-  /** promote: the revision the caller saw in preview. */
-  revision?: number | undefined;
-  /** promote: skip the remaining waits. */
-  full?: boolean | undefined;
-  /** undo: the revision to return to. */
-  toRevision?: number | undefined;
-  /** undo: stage the revision as a preview. */
-  preview?: boolean | undefined;
-  /** promote: without waiting for the checks to pass. */
-  skipChecks?: boolean | undefined;
 }
 
 /**

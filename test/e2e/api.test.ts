@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiOptions, apiPlugin } from '../../src/api/actions.ts';
 import { REDACT_PATHS } from '../../src/api/auth.ts';
 import { APPS_INDEX, type CachedApp } from '../../src/app/cached.ts';
-import { type Action, IntentSchema, intentAnnotation } from '../../src/app/intents.ts';
+import { type Action, INTENT_SCHEMAS, intentAnnotation } from '../../src/app/intents.ts';
 import { ANN_REVISION, LABEL_APP, LABEL_HASH } from '../../src/app/labels.ts';
 import { type AppInput, type AppStatus, GROUP, PLURAL, VERSION } from '../../src/app/schema.ts';
 import { makeCaches } from '../../src/controller/cache.ts';
@@ -136,7 +136,7 @@ const act = (namespace: string, name: string, action: string, token: string | un
 async function annotation(namespace: string, name: string, action: Action) {
   const app = (await getApp(namespace, name)) as { metadata: { annotations?: Record<string, string> } };
   const raw = app.metadata.annotations?.[intentAnnotation(action)];
-  return raw === undefined ? undefined : IntentSchema.parse(JSON.parse(raw));
+  return raw === undefined ? undefined : INTENT_SCHEMAS[action].parse(JSON.parse(raw));
 }
 
 async function startApi(extra: Partial<ApiOptions> = {}): Promise<{ close: () => Promise<void>; base: string }> {

@@ -116,6 +116,14 @@ describe('values read back from the cluster', () => {
       spec: { selector: { [LABEL_HASH]: 'garbage' } },
     });
     const badIntent = JSON.stringify({ id: 'x', by: 'e2e', via: 'kubectl', at: 'yesterday' });
+    // Well formed but for an argument pause does not take: ignored as the API would refuse it, not half carried out.
+    const foreignArgument = JSON.stringify({
+      id: 'y',
+      by: 'e2e',
+      via: 'kubectl',
+      at: new Date().toISOString(),
+      toRevision: 1,
+    });
     const annotated = await kubectl([
       'annotate',
       '--overwrite',
@@ -124,6 +132,7 @@ describe('values read back from the cluster', () => {
       ns,
       `${intentAnnotation('promote')}={not json`,
       `${intentAnnotation('retry')}=${badIntent}`,
+      `${intentAnnotation('pause')}=${foreignArgument}`,
       'teal.dev/refresh-requested-at=not-a-time',
     ]);
     expect(annotated.code, annotated.stderr).toBe(0);
@@ -161,6 +170,7 @@ describe('values read back from the cluster', () => {
       `InvalidSelector: Service ${APP}: selector ${LABEL_HASH}="garbage"`,
       `InvalidAnnotation: App ${APP}: annotation ${intentAnnotation('promote')}="{not json"`,
       `InvalidAnnotation: App ${APP}: annotation ${intentAnnotation('retry')}=`,
+      `InvalidAnnotation: App ${APP}: annotation ${intentAnnotation('pause')}=`,
       `InvalidAnnotation: App ${APP}: annotation teal.dev/refresh-requested-at="not-a-time"`,
       `InvalidLabel: Job ${APP}-build-hostile: label teal.dev/commit="HEAD"`,
     ];

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { conflictOf } from '../../src/api/actions.ts';
 import type { CachedApp } from '../../src/app/cached.ts';
-import type { Action, Intent } from '../../src/app/intents.ts';
+import type { Action, ActionArgs, Intent } from '../../src/app/intents.ts';
 import { LABEL_APP, LABEL_HASH } from '../../src/app/labels.ts';
 import type { App, AppStatus, Condition, HistoryEntry, RevisionStatus } from '../../src/app/schema.ts';
 import { validateApp } from '../../src/app/validate.ts';
@@ -16,7 +16,7 @@ import type { Flags } from '../../src/cli/args.ts';
 import { decide } from '../../src/cli/commands/actions.ts';
 import { CliError } from '../../src/cli/errors.ts';
 import type { AppObject } from '../../src/cli/kube.ts';
-import { type ActionArgs, actionVerdict, UNKNOWN, type Verdict, viewOfApp } from '../../src/rollout/action-rules.ts';
+import { actionVerdict, UNKNOWN, type Verdict, viewOfApp } from '../../src/rollout/action-rules.ts';
 import { type ActionContext, applyIntent, plannerView } from '../../src/rollout/actions.ts';
 import { plan } from '../../src/rollout/bluegreen.ts';
 import type { ObservedReplicaSet, ObservedService } from '../../src/rollout/observed.ts';
@@ -384,7 +384,7 @@ describe('the callers ask the rules', () => {
     const verdict = actionVerdict(action, args, view);
 
     // The API: a 409 exactly when the rules refuse, with their reason.
-    const conflict = conflictOf(cached(state), action, args as Record<string, unknown>, state.replicaSets);
+    const conflict = conflictOf(cached(state), action, args, state.replicaSets);
     if (verdict.allowed) expect(conflict).toBeUndefined();
     else expect(conflict).toBe(`App ns/web: ${verdict.reason}`);
 

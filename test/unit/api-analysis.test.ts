@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiHandlers, apiPlugin, appView, conflictOf, parseActionBody } from '../../src/api/actions.ts';
 import { ApiError } from '../../src/api/errors.ts';
 import type { CachedApp } from '../../src/app/cached.ts';
-import { IntentSchema, intentAnnotation } from '../../src/app/intents.ts';
+import { INTENT_SCHEMAS, intentAnnotation } from '../../src/app/intents.ts';
 import type { AppAnalysisRun, RevisionStatus } from '../../src/app/schema.ts';
 
 const T0 = '2026-11-21T10:00:00.000Z';
@@ -174,7 +174,9 @@ describe('POST promote with skipChecks', () => {
     expect(patches).toHaveLength(1);
     expect(patches[0]?.url).toContain('/apis/teal.dev/v1alpha1/namespaces/ns/apps/web');
     const written = patches[0]?.body as { metadata: { annotations: Record<string, string> } };
-    const intent = IntentSchema.parse(JSON.parse(written.metadata.annotations[intentAnnotation('promote')] ?? ''));
+    const intent = INTENT_SCHEMAS.promote.parse(
+      JSON.parse(written.metadata.annotations[intentAnnotation('promote')] ?? ''),
+    );
     expect(intent).toMatchObject({ skipChecks: true, revision: 2, by: 'ann', via: 'api' });
   });
 
@@ -224,7 +226,7 @@ describe('ApiHandlers, without fastify', () => {
     expect(accepted).toMatchObject({ accepted: true, action: 'promote' });
     expect(written).toHaveLength(1);
     expect(written[0]).toMatchObject({ ns: 'ns', name: 'web', uid: 'uid-1', action: 'promote' });
-    expect(IntentSchema.parse(JSON.parse(written[0]?.intent ?? ''))).toMatchObject({
+    expect(INTENT_SCHEMAS.promote.parse(JSON.parse(written[0]?.intent ?? ''))).toMatchObject({
       id: accepted.id,
       skipChecks: true,
       by: 'ann',

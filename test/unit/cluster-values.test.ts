@@ -274,6 +274,26 @@ describe('App annotations', () => {
     ]);
   });
 
+  it('an intent carrying an argument its action does not take is ignored and reported, as the API refuses it', () => {
+    const { intents, problems } = readIntents(
+      {
+        [intentAnnotation('abort')]: JSON.stringify({ ...good, revision: 2 }),
+        [intentAnnotation('promote')]: JSON.stringify({ ...good, toRevision: 1, force: true }),
+        [intentAnnotation('undo')]: JSON.stringify({ ...good, toRevision: 1 }),
+      },
+      'App web',
+    );
+    expect(intents.map((i) => i.action)).toEqual(['undo']);
+    expect(problems.map((p) => p.message)).toEqual([
+      expect.stringMatching(
+        /^App web: annotation intents\.teal\.dev\/promote=.* is not an intent \(promote takes no "toRevision", "force"\); Teal ignores it$/,
+      ),
+      expect.stringMatching(
+        /^App web: annotation intents\.teal\.dev\/abort=.* is not an intent \(abort takes no "revision"\); Teal ignores it$/,
+      ),
+    ]);
+  });
+
   it('a refresh request that is not a time is ignored and reported', () => {
     expect(readRefreshRequest({ 'teal.dev/refresh-requested-at': '2026-11-21T10:00:00+00:00' })).toEqual({
       at: Date.parse('2026-11-21T10:00:00Z'),

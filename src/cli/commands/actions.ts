@@ -5,7 +5,7 @@
 // ignore or refuse fails here with the reason (the operator checks again: the
 // App may change in between).
 import { randomUUID } from 'node:crypto';
-import { type Action, type Intent, IntentSchema, intentAnnotation } from '../../app/intents.ts';
+import { type Action, type ActionArgs, encodeIntent, givenArgs, intentAnnotation } from '../../app/intents.ts';
 import {
   type Allowed,
   actionVerdict,
@@ -19,8 +19,6 @@ import { type ObservedReplicaSet, observeReplicaSet } from '../../rollout/observ
 import type { Flags } from '../args.ts';
 import { CliError, EXIT } from '../errors.ts';
 import { type AppObject, Session } from '../kube.ts';
-
-type Extra = Pick<Intent, 'revision' | 'full' | 'skipChecks' | 'toRevision' | 'preview'>;
 
 const label = (app: AppObject) => `App "${app.metadata.name}"`;
 
@@ -145,7 +143,7 @@ export function decide(
   app: AppObject,
   flags: Flags,
   replicaSets: readonly ObservedReplicaSet[] | Unknown,
-): { extra: Extra; done: string } {
+): { extra: ActionArgs; done: string } {
   const verdict = actionVerdict(action, flags, viewOfApp(app, replicaSets));
   if (!verdict.allowed) {
     const error = refusal(app, action, verdict);
@@ -154,20 +152,7 @@ export function decide(
     throw new CliError(`${error.message}; revisions kept: ${kept.join(', ') || 'none'}`);
   }
   // As with the HTTP API, the arguments travel with the intent: the operator decides again on them.
-  const extra: Extra =
-    action === 'promote'
-      ? {
-          ...(flags.revision !== undefined ? { revision: flags.revision } : {}),
-          ...(flags.full ? { full: true } : {}),
-          ...(flags.skipChecks ? { skipChecks: true } : {}),
-        }
-      : action === 'undo'
-        ? {
-            ...(flags.toRevision !== undefined ? { toRevision: flags.toRevision } : {}),
-            ...(flags.preview ? { preview: true } : {}),
-          }
-        : {};
-  return { extra, done: requested(action, verdict, flags) };
+  return { extra: givenArgs(action, flags), done: requested(action, verdict, flags) };
 }
 
 /** decide, with the App's ReplicaSets listed when the action depends on them (undo). */
@@ -176,7 +161,7 @@ async function check(
   action: Action,
   app: AppObject,
   flags: Flags,
-): Promise<{ extra: Extra; done: string }> {
+): Promise<{ extra: ActionArgs; done: string }> {
   const replicaSets =
     action === 'undo'
       ? (await session.replicaSets(app))
@@ -201,12 +186,14 @@ export function actionCommand(action: Action) {
       );
     }
     const { extra, done } = await check(session, action, app, flags);
-    const intent = { id: randomUUID(), by: by.slice(0, 256), via: 'cli', at: new Date().toISOString(), ...extra };
-    // The operator drops an intent it cannot read: never write one.
-    IntentSchema.parse(intent);
+    const at = new Date().toISOString();
+    const encoded = encodeIntent(action, { id: randomUUID(), by: by.slice(0, 256), via: 'cli', at, ...extra });
+    // The flags were checked against the same declaration: a failure here is a bug, not the user's.
+    if (!encoded.ok) throw new Error(`the ${action} intent would not be read back: ${encoded.problem}`);
+    const { intent } = encoded;
     await session.patchApp(
       app,
-      { metadata: { annotations: { [intentAnnotation(action)]: JSON.stringify(intent) } } },
+      { metadata: { annotations: { [intentAnnotation(action)]: encoded.value } } },
       action,
       `the plugin records actions with a patch of the App: ${GRANT}, or "patch" on apps.teal.dev`,
     );
