@@ -12,7 +12,7 @@ export type Action = (typeof ACTIONS)[number];
 // ---- the arguments of each action, declared once ----
 
 /** How an argument is written: a revision number (1, 2, ...) or a switch. */
-export const KIND_SCHEMAS = { revision: z.int().min(1), switch: z.boolean() } as const;
+const KIND_SCHEMAS = { revision: z.int().min(1), switch: z.boolean() } as const;
 export type ArgKind = keyof typeof KIND_SCHEMAS;
 
 export interface ArgDeclaration {

@@ -2,7 +2,8 @@
 // parsed with util.parseArgs. Flags may come before or after the command, as
 // kubectl allows; kubectl itself passes everything after "teal" unchanged.
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
-import { type Action, type ActionArgs, type ArgName, allArgs, argsOf, KIND_SCHEMAS } from '../app/intents.ts';
+import { positiveInteger } from '../app/cluster-values.ts';
+import { type Action, type ActionArgs, type ArgName, allArgs, argsOf } from '../app/intents.ts';
 import { UsageError } from './errors.ts';
 import { FORMATS, type Format } from './output.ts';
 
@@ -186,13 +187,12 @@ const VALUE_FLAGS = new Set(
   ),
 );
 
-/** A revision flag's number, as the API and the intent accept it: a safe integer from 1 up. */
+/** A revision flag's number, read as Teal reads revisions everywhere, so the API and the intent accept it too. */
 function revisionNumber(value: string | undefined, flag: string, cmd: string): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^[1-9][0-9]*$/.test(value) || !KIND_SCHEMAS.revision.safeParse(Number(value)).success) {
-    throw new UsageError(`--${flag} must be a revision number (1, 2, ...)`, cmd);
-  }
-  return Number(value);
+  const revision = positiveInteger.parse(value);
+  if (revision === undefined) throw new UsageError(`--${flag} must be a revision number (1, 2, ...)`, cmd);
+  return revision;
 }
 
 /** The actions' arguments from the flags given; a switch not given is off. */
