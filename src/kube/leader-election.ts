@@ -1,7 +1,8 @@
 // Lease-based leader election (coordination.k8s.io/v1), after client-go's
 // leaderelection package: candidates poll one Lease, the holder renews it every
 // retry period, and a holder that cannot renew within the renew deadline stops
-// leading before anyone else may judge the lease expired.
+// leading before anyone else may judge the lease expired (by the rule in
+// lease-rule.ts, which the shard election follows too).
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -9,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { errorMessage, ignoreNotFound, isConflict, isNotFound } from './errors.ts';
+import { type LeaseHold, type LeaseRecord, leaseHold, type Sighting, sight } from './lease-rule.ts';
 
 export type LeaderElectionLogger = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
 
@@ -62,21 +64,6 @@ export function defaultIdentity(): string {
 // client-go's JitterFactor: candidates wait retryPeriod * [1, 2.2).
 const JITTER_FACTOR = 1.2;
 
-interface LeaseRecord {
-  holderIdentity: string;
-  leaseDurationSeconds: number;
-  acquireTime?: string;
-  renewTime?: string;
-  leaseTransitions: number;
-}
-
-interface Observation {
-  record: LeaseRecord;
-  raw: string;
-  /** Monotonic time at which this record was first seen: expiry is judged by it, never by the lease's timestamps. */
-  at: number;
-}
-
 // Marks code running on behalf of an elector's onStoppedLeading, across awaits.
 const insideStoppedLeading = new AsyncLocalStorage<LeaderElector>();
 
@@ -95,8 +82,8 @@ export class LeaderElector {
 
   private loop?: Promise<void>;
   private stopping?: Promise<void>;
-  private lease?: k8s.V1Lease;
-  private observed?: Observation;
+  /** The Lease as last read or written: its resourceVersion conditions the next write; expiry, lease-rule.ts. */
+  private observed?: Sighting;
   private reportedLeader = '';
   private leading = false;
   /** Bumped on every change of leadership, to spot attempts that a step-down overtook. */
@@ -114,7 +101,7 @@ export class LeaderElector {
     this.retryPeriodMs = options.retryPeriodMs ?? 2_000;
     this.log = options.logger ?? silent;
     this.api = options.kubeConfig.makeApiClient(k8s.CoordinationV1Api);
-    if (options.seen) this.observeAt(options.seen.lease, options.seen.at);
+    if (options.seen) this.observed = sight(options.seen.lease, options.seen.at);
     // The same checks as client-go's NewLeaderElector.
     if (this.identity === '') throw new RangeError('leader election identity must not be empty');
     if (!(this.retryPeriodMs > 0)) throw new RangeError('retryPeriodMs must be positive');
@@ -216,10 +203,8 @@ export class LeaderElector {
       this.armDeadline(sentAt);
       return;
     }
-    const holder = this.observed?.record.holderIdentity ?? '';
-    if (holder !== '' && holder !== this.identity && this.isLeaseValid()) {
-      this.stepDown(`the lease is held by ${holder}`);
-    }
+    const hold = this.hold();
+    if (hold.state === 'other') this.stepDown(`the lease is held by ${hold.holder}`);
     // Otherwise keep retrying until the renew deadline fires.
   }
 
@@ -274,10 +259,10 @@ export class LeaderElector {
     const lease = this.describe();
 
     // 1. Fast path: the holder updates optimistically from the version it wrote last.
-    const [last, mine] = [this.lease, this.observed?.record];
-    if (last && mine?.holderIdentity === this.identity && this.isLeaseValid()) {
+    const last = this.observed;
+    if (last && this.hold().state === 'mine') {
       const renewed = await this.write(
-        () => this.replace(last, { ...desired, ...kept(mine, time) }, signal),
+        () => this.replace(last.lease, { ...desired, ...kept(last.record, time) }, signal),
         signal,
         (err) => this.log.debug({ err: errorMessage(err), lease }, 'optimistic renew failed, falling back'),
       );
@@ -295,10 +280,10 @@ export class LeaderElector {
     if (current === undefined) return this.create(desired, signal);
 
     // 3. Note when the record last changed, then respect an unexpired holder.
-    this.observe(current, false);
-    const record = toRecord(current);
-    if (record.holderIdentity !== '' && record.holderIdentity !== this.identity && this.isLeaseValid()) {
-      this.log.debug({ lease, holder: record.holderIdentity }, 'lease is held and not yet expired');
+    const { record } = this.observe(current, false);
+    const hold = this.hold();
+    if (hold.state === 'other') {
+      this.log.debug({ lease, holder: hold.holder }, 'lease is held and not yet expired');
       return false;
     }
 
@@ -390,21 +375,15 @@ export class LeaderElector {
     }
   }
 
-  /** Keeps the lease for its resourceVersion; restarts the expiry clock when the record changed or we wrote it. */
-  private observe(lease: k8s.V1Lease, wrote: boolean): void {
-    if (wrote || JSON.stringify(toRecord(lease)) !== this.observed?.raw) this.observeAt(lease, now());
-    else this.lease = lease;
+  /** Keeps the lease for its resourceVersion; the expiry clock restarts when the record changed or we wrote it. */
+  private observe(lease: k8s.V1Lease, wrote: boolean): Sighting {
+    this.observed = sight(lease, now(), wrote ? undefined : this.observed);
+    return this.observed;
   }
 
-  private observeAt(lease: k8s.V1Lease, at: number): void {
-    this.lease = lease;
-    const record = toRecord(lease);
-    this.observed = { record, raw: JSON.stringify(record), at };
-  }
-
-  private isLeaseValid(): boolean {
-    const o = this.observed;
-    return o !== undefined && o.at + o.record.leaseDurationSeconds * 1000 > now();
+  /** Who holds the lease now, as last observed (lease-rule.ts); free before the first observation. */
+  private hold(): LeaseHold {
+    return this.observed ? leaseHold(this.observed, this.identity, now()) : { state: 'free' };
   }
 
   private maybeReportTransition(): void {
@@ -448,24 +427,6 @@ function kept(
     acquireTime: record.acquireTime ? new k8s.V1MicroTime(record.acquireTime) : fallback,
     leaseTransitions: record.leaseTransitions,
   };
-}
-
-function toRecord(lease: k8s.V1Lease): LeaseRecord {
-  const spec = lease.spec;
-  return {
-    holderIdentity: spec?.holderIdentity ?? '',
-    leaseDurationSeconds: spec?.leaseDurationSeconds ?? 0,
-    acquireTime: microTime(spec?.acquireTime),
-    renewTime: microTime(spec?.renewTime),
-    leaseTransitions: spec?.leaseTransitions ?? 0,
-  };
-}
-
-// client-node types MicroTime fields as Dates but hands back the server's strings.
-function microTime(value: unknown): string | undefined {
-  if (typeof value === 'string') return value;
-  if (value instanceof Date) return new k8s.V1MicroTime(value.getTime()).toISOString();
-  return undefined;
 }
 
 function withSignal(signal: AbortSignal): k8s.ConfigurationOptions {

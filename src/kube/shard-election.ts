@@ -17,6 +17,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import { errorMessage, ignoreNotFound, isConflict, isNotFound } from './errors.ts';
 import { type LeaderElectionLogger, LeaderElector } from './leader-election.ts';
+import { expiresAt, isHeld, leaseHold, type Sighting, sight } from './lease-rule.ts';
 import {
   balance,
   LABEL_ELECTION,
@@ -72,34 +73,22 @@ interface Slot {
   elector: LeaderElector;
 }
 
-/** A Lease as last listed, and since when (monotonic) its record has been the same. */
-interface Seen {
-  lease: k8s.V1Lease;
-  raw: string;
-  at: number;
-}
-
 const now = (): number => performance.now();
 const strandedKey = (s: StrandedShard): string => `${s.shard}\n${s.holder}`;
-
-/** The Lease as seen at `at`: the time of the earlier sighting is kept while its spec has not changed. */
-function observed(lease: k8s.V1Lease, at: number, before: Seen | undefined): Seen {
-  const raw = JSON.stringify(lease.spec ?? {});
-  return { lease, raw, at: before?.raw === raw ? before.at : at };
-}
 
 export class ShardElection {
   private readonly o: ShardElectionOptions;
   private readonly api: k8s.CoordinationV1Api;
   private readonly slots = new Map<number, Slot>();
-  private readonly seen = new Map<string, Seen>();
+  /** The election's Leases as last listed, by name, each with when its record was first seen (lease-rule.ts). */
+  private readonly seen = new Map<string, Sighting>();
   private readonly abort = new AbortController();
   private readonly memberName: string;
   private loop?: Promise<void>;
   private stopping?: Promise<void>;
   private ticks = 0;
   /** The unsharded Lease (--shards 1's), as last read. */
-  private unsharded?: Seen;
+  private unsharded?: Sighting;
   /** Why acquiring waits, as last logged: said once, not on every tick. */
   private waitingFor = '';
   /** The shards held by no live member, as last told. */
@@ -181,7 +170,7 @@ export class ShardElection {
     if (signal.aborted) return;
     const at = now();
     this.observe(leases, at);
-    this.unsharded = unsharded && observed(unsharded, at, this.unsharded);
+    this.unsharded = unsharded && sight(unsharded, at, this.unsharded);
     await this.renewMembership(signal);
     await this.collectDeadMembers(at, signal);
     this.reportStranded(at);
@@ -205,9 +194,8 @@ export class ShardElection {
    * unsharded Lease, or members of another --shards. Empty when none is.
    */
   private mustWait(at: number): string {
-    const holder = this.unsharded?.lease.spec?.holderIdentity ?? '';
-    if (this.unsharded && holder !== '' && this.valid(this.unsharded, at)) {
-      return `${holder} holds the unsharded Lease ${this.o.electionId} (--shards 1)`;
+    if (this.unsharded && isHeld(this.unsharded, at)) {
+      return `${this.unsharded.record.holderIdentity} holds the unsharded Lease ${this.o.electionId} (--shards 1)`;
     }
     const others = this.otherShardCounts(at);
     return others.length > 0 ? `live replicas run --shards ${others.join(', ')}` : '';
@@ -224,11 +212,10 @@ export class ShardElection {
     const free: number[] = [];
     for (let shard = 0; shard < this.o.shards; shard++) {
       const seen = this.seen.get(shardLeaseName(this.o.electionId, shard));
-      const holder = seen?.lease.spec?.holderIdentity ?? '';
       const state = this.slots.get(shard)?.state;
       if (state === 'handingBack' || state === 'releasing') continue;
       // Held by this replica: its own slot (leading, candidate), or a release that failed: its to take again.
-      if (!seen || holder === '' || holder === this.o.identity || !this.valid(seen, at)) free.push(shard);
+      if (!seen || leaseHold(seen, this.o.identity, at).state !== 'other') free.push(shard);
     }
     return {
       shards: this.o.shards,
@@ -249,8 +236,7 @@ export class ShardElection {
     const holders = new Map<number, string>();
     for (let shard = 0; shard < this.o.shards; shard++) {
       const seen = this.seen.get(shardLeaseName(this.o.electionId, shard));
-      const holder = seen?.lease.spec?.holderIdentity ?? '';
-      if (seen && holder !== '' && this.valid(seen, at)) holders.set(shard, holder);
+      if (seen && isHeld(seen, at)) holders.set(shard, seen.record.holderIdentity);
     }
     const held = strandedShards(this.o.electionId, holders, this.liveIdentities(at));
     const since = new Map(held.map((s) => [strandedKey(s), this.strandedSince.get(strandedKey(s)) ?? at]));
@@ -298,9 +284,8 @@ export class ShardElection {
   private liveIdentities(at: number): Set<string> {
     const live = new Set([this.o.identity]);
     for (const seen of this.seen.values()) {
-      const holder = seen.lease.spec?.holderIdentity;
       const member = seen.lease.metadata?.labels?.[LABEL_LEASE_ROLE] === 'member';
-      if (member && holder && this.valid(seen, at)) live.add(holder);
+      if (member && isHeld(seen, at)) live.add(seen.record.holderIdentity);
     }
     return live;
   }
@@ -324,14 +309,9 @@ export class ShardElection {
     for (const [name, seen] of this.seen) {
       const labels = seen.lease.metadata?.labels;
       if (labels?.[LABEL_LEASE_ROLE] !== 'member' || name === this.memberName) continue;
-      if (seen.lease.spec?.holderIdentity && this.valid(seen, at)) counts.push(labels[LABEL_SHARDS] ?? '');
+      if (isHeld(seen, at)) counts.push(labels[LABEL_SHARDS] ?? '');
     }
     return counts;
-  }
-
-  /** Expiry is judged by when this process saw the record change, never by the Lease's timestamps (clock skew). */
-  private valid(seen: Seen, at: number): boolean {
-    return seen.at + (seen.lease.spec?.leaseDurationSeconds ?? 0) * 1000 > at;
   }
 
   private observe(leases: readonly k8s.V1Lease[], at: number): void {
@@ -339,7 +319,7 @@ export class ShardElection {
     for (const lease of leases) {
       const name = lease.metadata?.name ?? '';
       names.add(name);
-      this.seen.set(name, observed(lease, at, this.seen.get(name)));
+      this.seen.set(name, sight(lease, at, this.seen.get(name)));
     }
     for (const name of this.seen.keys()) if (!names.has(name)) this.seen.delete(name);
   }
@@ -460,7 +440,7 @@ export class ShardElection {
     const grace = this.o.leaseDurationMs;
     for (const [name, seen] of this.seen) {
       const member = seen.lease.metadata?.labels?.[LABEL_LEASE_ROLE] === 'member';
-      if (!member || name === this.memberName || this.valid(seen, at - grace) || signal.aborted) continue;
+      if (!member || name === this.memberName || expiresAt(seen) + grace > at || signal.aborted) continue;
       const resourceVersion = seen.lease.metadata?.resourceVersion;
       try {
         await this.api.deleteNamespacedLease({
