@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { KubeConfig, type RequestContext } from '@kubernetes/client-node';
+import { type ConfigurationOptions, KubeConfig, Observable, type RequestContext } from '@kubernetes/client-node';
 import type { Dispatcher } from 'undici';
 
 /** Limits on every request a KubeConfig makes, watches aside. */
@@ -51,14 +51,60 @@ function timeoutSignal(ms: number): AbortSignal {
 }
 
 /**
+ * Options for one client-node call that abort it also when `signal` does, on
+ * top of the KubeConfig's bounds (its timeout and the fence), never instead of
+ * them: client-node runs middleware after the KubeConfig has set the
+ * request's signal, so a middleware that set its own would drop them.
+ */
+export function alsoAbortedBy(signal: AbortSignal): ConfigurationOptions {
+  return {
+    middleware: [
+      {
+        pre: (context) => {
+          const bounds = context.getSignal();
+          context.setSignal(bounds ? AbortSignal.any([bounds, signal]) : signal);
+          return new Observable(Promise.resolve(context));
+        },
+        post: (response) => new Observable(Promise.resolve(response)),
+      },
+    ],
+    middlewareMergeStrategy: 'append',
+  };
+}
+
+/** Why an attempt with a deadline (withDeadline) was cut short. */
+export class DeadlineError extends Error {
+  override readonly name = 'DeadlineError';
+}
+
+/**
+ * Runs `attempt` under a signal aborted by `stop` and once `ms` have passed,
+ * whichever comes first: several requests that together must end by a
+ * deadline (client-go's renew deadline). The timer ends with the attempt.
+ */
+export async function withDeadline<T>(
+  ms: number,
+  stop: AbortSignal | undefined,
+  attempt: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(new DeadlineError(`deadline of ${Math.round(ms)} ms passed`)), ms);
+  try {
+    return await attempt(stop ? AbortSignal.any([stop, deadline.signal]) : deadline.signal);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
  * client-node 2.0 builds a new undici Agent, with its own TLS context and
  * keep-alive socket, for every request. Under a controller's request rate
  * that costs hundreds of MB; one shared Agent per process does the same job.
  * Auth headers (tokens, exec plugins) are still applied per request.
  *
  * Every request also gets its bounds here, the one step they all pass
- * through, so no call site can forget them. (Middleware that sets its own
- * signal, as the leader elector's, runs later and replaces this one.)
+ * through, so no call site can forget them. (Middleware runs later: a call
+ * with a signal of its own adds it with alsoAbortedBy, keeping these.)
  */
 class PooledKubeConfig extends KubeConfig {
   private shared: Dispatcher | undefined;

@@ -9,6 +9,7 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { alsoAbortedBy, withDeadline } from './client.ts';
 import { errorMessage, ignoreNotFound, isConflict, isNotFound } from './errors.ts';
 import { type LeaseHold, type LeaseRecord, leaseHold, type Sighting, sight } from './lease-rule.ts';
 
@@ -180,7 +181,8 @@ export class LeaderElector {
 
   private async acquireOnce(signal: AbortSignal): Promise<void> {
     const sentAt = now();
-    const acquired = await this.tryAcquireOrRenew(signal);
+    // A result later than the renew deadline would be refused below: the attempt ends there.
+    const acquired = await withDeadline(this.renewDeadlineMs, signal, (attempt) => this.tryAcquireOrRenew(attempt));
     if (signal.aborted) return;
     this.maybeReportTransition();
     if (!acquired) return;
@@ -195,7 +197,10 @@ export class LeaderElector {
   private async renewOnce(signal: AbortSignal): Promise<void> {
     const term = this.term;
     const sentAt = now();
-    const renewed = await this.tryAcquireOrRenew(signal);
+    // As client-go's renew: the attempt, retries within it included, ends at the renew deadline.
+    const renewed = await withDeadline(Math.max(0, this.deadlineAt - sentAt), signal, (attempt) =>
+      this.tryAcquireOrRenew(attempt),
+    );
     // A step-down while the request was in flight makes its result stale.
     if (signal.aborted || term !== this.term) return;
     this.maybeReportTransition();
@@ -246,7 +251,10 @@ export class LeaderElector {
     this.deadlineTimer = setTimeout(() => this.stepDown('renew deadline exceeded'), remaining);
   }
 
-  /** client-go's tryAcquireOrRenew: true when this process holds the lease after the call. */
+  /**
+   * client-go's tryAcquireOrRenew: true when this process holds the lease
+   * after the call. The signal ends the attempt (stop, or its deadline).
+   */
   private async tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
     const time = new k8s.V1MicroTime();
     const desired: k8s.V1LeaseSpec = {
@@ -323,56 +331,47 @@ export class LeaderElector {
       this.observe(await send(), true);
       return true;
     } catch (err) {
-      // An aborted write says nothing about the lease: stop() is under way.
+      // An aborted write says nothing about the lease: stop() is under way, or the attempt's deadline passed.
       if (!signal.aborted) failed(err);
       return false;
     }
   }
 
+  /** Part of stop(), so not aborted by it; held to the renew deadline as an attempt is. */
   private async release(): Promise<void> {
     try {
-      const lease = await this.request((o) => this.api.readNamespacedLease(this.ref(), o));
-      if ((lease.spec?.holderIdentity ?? '') !== this.identity) return;
-      const time = new k8s.V1MicroTime();
-      // As client-go's release: no holder and a 1 s duration, keeping the transition count.
-      await this.replace(lease, {
-        holderIdentity: '',
-        leaseDurationSeconds: 1,
-        acquireTime: time,
-        renewTime: time,
-        leaseTransitions: lease.spec?.leaseTransitions ?? 0,
+      await withDeadline(this.renewDeadlineMs, undefined, async (signal) => {
+        const lease = await this.request((o) => this.api.readNamespacedLease(this.ref(), o), signal);
+        if ((lease.spec?.holderIdentity ?? '') !== this.identity) return;
+        const time = new k8s.V1MicroTime();
+        // As client-go's release: no holder and a 1 s duration, keeping the transition count.
+        const spec = { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: time, renewTime: time };
+        await this.replace(lease, { ...spec, leaseTransitions: lease.spec?.leaseTransitions ?? 0 }, signal);
+        this.log.info({ lease: this.describe(), identity: this.identity }, 'released the lease');
       });
-      this.log.info({ lease: this.describe(), identity: this.identity }, 'released the lease');
     } catch (err) {
       if (!isNotFound(err))
         this.log.warn({ err: errorMessage(err), lease: this.describe() }, 'failed to release the lease');
     }
   }
 
-  /** Replaces the spec's election fields, keeping any others; the resourceVersion in lease makes it conditional. */
-  private replace(lease: k8s.V1Lease, spec: k8s.V1LeaseSpec, signal?: AbortSignal): Promise<k8s.V1Lease> {
+  /**
+   * Replaces the spec's election fields, keeping any others. The resourceVersion
+   * of the lease read (or last written) makes it conditional: a writer whose
+   * view is stale gets a 409 Conflict and writes nothing.
+   */
+  private replace(lease: k8s.V1Lease, spec: k8s.V1LeaseSpec, signal: AbortSignal): Promise<k8s.V1Lease> {
     const body: k8s.V1Lease = { ...lease, spec: { ...lease.spec, ...spec } };
     return this.request((o) => this.api.replaceNamespacedLease({ ...this.ref(), body }, o), signal);
   }
 
-  /** Bounds every request, and aborts it on stop, so neither a hung call nor its timer outlives stop(). */
-  private async request<T>(
-    send: (options: k8s.ConfigurationOptions) => Promise<T>,
-    stopSignal?: AbortSignal,
-  ): Promise<T> {
-    const controller = new AbortController();
-    // Half the deadline leaves room for one more try before the leader must step down.
-    const timeoutMs = this.renewDeadlineMs / 2;
-    const timer = setTimeout(() => controller.abort(new Error(`request timed out after ${timeoutMs} ms`)), timeoutMs);
-    const onStop = () => controller.abort(stopSignal?.reason);
-    stopSignal?.addEventListener('abort', onStop, { once: true });
-    if (stopSignal?.aborted) onStop();
-    try {
-      return await send(withSignal(controller.signal));
-    } finally {
-      clearTimeout(timer);
-      stopSignal?.removeEventListener('abort', onStop);
-    }
+  /**
+   * Sends one request of an attempt, aborted with it. Its other bounds are the
+   * KubeConfig's, as for every request of the operator (kube/client.ts): the
+   * request timeout, and the fence of a replica that lost its lease.
+   */
+  private request<T>(send: (options: k8s.ConfigurationOptions) => Promise<T>, signal: AbortSignal): Promise<T> {
+    return send(alsoAbortedBy(signal));
   }
 
   /** Keeps the lease for its resourceVersion; the expiry clock restarts when the record changed or we wrote it. */
@@ -426,21 +425,6 @@ function kept(
   return {
     acquireTime: record.acquireTime ? new k8s.V1MicroTime(record.acquireTime) : fallback,
     leaseTransitions: record.leaseTransitions,
-  };
-}
-
-function withSignal(signal: AbortSignal): k8s.ConfigurationOptions {
-  return {
-    middleware: [
-      {
-        pre: (context) => {
-          context.setSignal(signal);
-          return new k8s.Observable(Promise.resolve(context));
-        },
-        post: (response) => new k8s.Observable(Promise.resolve(response)),
-      },
-    ],
-    middlewareMergeStrategy: 'append',
   };
 }
 

@@ -15,6 +15,7 @@
 // --leader-election-id of --shards 1) is held (docs/sharding.md).
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
+import { alsoAbortedBy, withDeadline } from './client.ts';
 import { errorMessage, ignoreNotFound, isConflict, isNotFound } from './errors.ts';
 import { type LeaderElectionLogger, LeaderElector } from './leader-election.ts';
 import { expiresAt, isHeld, leaseHold, type Sighting, sight } from './lease-rule.ts';
@@ -156,7 +157,8 @@ export class ShardElection {
   private async run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
       try {
-        await this.tick(signal);
+        // Its requests (the member Lease's renewal among them) end by the renew deadline, or on stop.
+        await withDeadline(this.o.renewDeadlineMs, signal, (attempt) => this.tick(attempt));
       } catch (err) {
         if (!signal.aborted) this.o.logger.warn({ err: errorMessage(err) }, 'shard election tick failed');
       }
@@ -164,9 +166,12 @@ export class ShardElection {
     }
   }
 
-  /** Observe the Leases, say this replica is alive, clear out dead members, then move toward the fair share. */
+  /**
+   * Observe the Leases, say this replica is alive, clear out dead members, then
+   * move toward the fair share. The signal ends the tick's requests.
+   */
   private async tick(signal: AbortSignal): Promise<void> {
-    const [leases, unsharded] = await Promise.all([this.list(), this.readUnsharded()]);
+    const [leases, unsharded] = await Promise.all([this.list(signal), this.readUnsharded(signal)]);
     if (signal.aborted) return;
     const at = now();
     this.observe(leases, at);
@@ -398,18 +403,25 @@ export class ShardElection {
 
   // ---- the members ----
 
-  private async list(): Promise<k8s.V1Lease[]> {
+  // Every request is held to the KubeConfig's bounds (the request timeout, the fence: kube/client.ts),
+  // and those of a tick end with it as well.
+
+  private async list(signal: AbortSignal): Promise<k8s.V1Lease[]> {
     const { namespace, electionId } = this.o;
-    const list = await this.api.listNamespacedLease({ namespace, labelSelector: `${LABEL_ELECTION}=${electionId}` });
+    const labelSelector = `${LABEL_ELECTION}=${electionId}`;
+    const list = await this.api.listNamespacedLease({ namespace, labelSelector }, alsoAbortedBy(signal));
     return list.items;
   }
 
-  private async readUnsharded(): Promise<k8s.V1Lease | undefined> {
+  private async readUnsharded(signal: AbortSignal): Promise<k8s.V1Lease | undefined> {
     const { namespace, electionId: name } = this.o;
-    return ignoreNotFound(this.api.readNamespacedLease({ name, namespace }));
+    return ignoreNotFound(this.api.readNamespacedLease({ name, namespace }, alsoAbortedBy(signal)));
   }
 
-  /** Creates or renews this replica's member Lease; a conflict waits for the next tick. */
+  /**
+   * Creates or renews this replica's member Lease, conditional on the version
+   * last listed; a conflict waits for the next tick.
+   */
   private async renewMembership(signal: AbortSignal): Promise<void> {
     const { namespace, electionId, identity, leaseDurationMs, shards } = this.o;
     const time = new k8s.V1MicroTime();
@@ -422,11 +434,11 @@ export class ShardElection {
     try {
       if (current) {
         const body = { ...current, spec: { ...current.spec, ...spec } };
-        await this.api.replaceNamespacedLease({ name: this.memberName, namespace, body });
+        await this.api.replaceNamespacedLease({ name: this.memberName, namespace, body }, alsoAbortedBy(signal));
       } else {
         const labels = { [LABEL_ELECTION]: electionId, [LABEL_LEASE_ROLE]: 'member', [LABEL_SHARDS]: String(shards) };
         const body = { metadata: { name: this.memberName, namespace, labels }, spec: { ...spec, acquireTime: time } };
-        await this.api.createNamespacedLease({ namespace, body });
+        await this.api.createNamespacedLease({ namespace, body }, alsoAbortedBy(signal));
       }
     } catch (err) {
       if (!signal.aborted && !isConflict(err)) {
@@ -443,11 +455,9 @@ export class ShardElection {
       if (!member || name === this.memberName || expiresAt(seen) + grace > at || signal.aborted) continue;
       const resourceVersion = seen.lease.metadata?.resourceVersion;
       try {
-        await this.api.deleteNamespacedLease({
-          name,
-          namespace: this.o.namespace,
-          body: { preconditions: resourceVersion ? { resourceVersion } : {} },
-        });
+        const preconditions = resourceVersion ? { resourceVersion } : {};
+        const request = { name, namespace: this.o.namespace, body: { preconditions } };
+        await this.api.deleteNamespacedLease(request, alsoAbortedBy(signal));
         this.o.logger.info({ member: name }, 'deleted the member Lease of a replica gone');
       } catch (err) {
         if (!isNotFound(err) && !isConflict(err)) {
@@ -458,10 +468,13 @@ export class ShardElection {
     }
   }
 
-  /** On a graceful stop: the others need not wait for this replica's member Lease to expire. */
+  /** On a graceful stop (so not aborted by it): the others need not wait for this replica's member Lease to expire. */
   private async leave(): Promise<void> {
+    const request = { name: this.memberName, namespace: this.o.namespace };
     try {
-      await this.api.deleteNamespacedLease({ name: this.memberName, namespace: this.o.namespace });
+      await withDeadline(this.o.renewDeadlineMs, undefined, (signal) =>
+        this.api.deleteNamespacedLease(request, alsoAbortedBy(signal)),
+      );
     } catch (err) {
       if (!isNotFound(err)) this.o.logger.warn({ err: errorMessage(err) }, 'could not delete the member Lease');
     }

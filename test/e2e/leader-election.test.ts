@@ -2,7 +2,8 @@
 // one leader at a time, fast hand-over on release, expiry when a leader dies,
 // and stepping down when the lease is stolen or the API server is unreachable.
 import * as k8s from '@kubernetes/client-node';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { loadKubeConfig } from '../../src/kube/client.ts';
 import { LeaderElector, type LeaderElectorOptions } from '../../src/kube/leader-election.ts';
 import { createNamespace, kubeConfig, waitFor } from '../support/kube.ts';
 import { apiServerAddress, startTcpProxy } from '../support/tcp-proxy.ts';
@@ -301,6 +302,28 @@ describe('Lease leader election', () => {
     } finally {
       await proxy.close();
     }
+  });
+
+  it('sends its Lease requests under the fence, as every request of the operator: once fenced, it renews no more and steps down', async () => {
+    const lease = newLease();
+    // As src/main.ts builds it: the fence is aborted when the replica must write no more.
+    const fence = new AbortController();
+    const kubeConfig = loadKubeConfig(inject('kubeconfig'), { fence: fence.signal });
+    const leader = candidate(lease, 'fenced', { kubeConfig });
+    await leader.elector.start();
+    await waitFor('it to lead', async () => (leader.elector.isLeader() ? true : undefined), { intervalMs: 20 });
+    await renewedAfter(lease, await lastRenewal(lease));
+
+    // renewTime is taken from this process's clock when a renewal is built: one built later was never sent.
+    const fencedAt = Date.now();
+    fence.abort(new Error('lost the lease'));
+    await waitFor('it to step down', async () => (leader.stoppedAt.length > 0 ? true : undefined), {
+      intervalMs: 10,
+    });
+    const after = await readLease(lease);
+    expect(new Date(String(after.spec?.renewTime)).getTime()).toBeLessThanOrEqual(fencedAt);
+    expect(after.spec?.holderIdentity).toBe('fenced');
+    expect(leader.changes).toEqual([true, false]);
   });
 
   it('may be stopped from onStoppedLeading, after losing the lease or on stop()', async () => {

@@ -1,8 +1,16 @@
 // Every API request but a watch runs under a timeout and the lease-loss
 // fence. (The flags that would let a write outlive its lease are refused:
 // test/unit/operator-flags.test.ts.)
+import { HttpMethod, RequestContext } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { isLongRunning, RequestTimeoutError, requestSignal } from '../../src/kube/client.ts';
+import {
+  alsoAbortedBy,
+  DeadlineError,
+  isLongRunning,
+  RequestTimeoutError,
+  requestSignal,
+  withDeadline,
+} from '../../src/kube/client.ts';
 
 const aborted = (signal: AbortSignal): Promise<unknown> =>
   new Promise((resolve) => {
@@ -55,5 +63,70 @@ describe('isLongRunning', () => {
     ['https://127.0.0.1:6443/api/v1/pods?watch=false', false],
   ])('%s: %s', (url, expected) => {
     expect(isLongRunning(url)).toBe(expected);
+  });
+});
+
+describe('alsoAbortedBy (a call with a signal of its own, as the elections’ Lease requests)', () => {
+  const LEASE_URL = 'https://127.0.0.1:6443/apis/coordination.k8s.io/v1/namespaces/teal-system/leases/teal-controller';
+
+  /** The signal a request goes out with: the KubeConfig's bounds set first, then the call's middleware. */
+  async function sentWith(own: AbortSignal, bounds?: AbortSignal): Promise<AbortSignal | undefined> {
+    const context = new RequestContext(LEASE_URL, HttpMethod.PUT);
+    if (bounds) context.setSignal(bounds);
+    const [middleware] = alsoAbortedBy(own).middleware ?? [];
+    if (!middleware) throw new Error('no middleware');
+    return (await middleware.pre(context).toPromise()).getSignal();
+  }
+
+  it('keeps the fence: a fenced replica’s Lease request is aborted', async () => {
+    const fence = new AbortController();
+    const signal = await sentWith(
+      new AbortController().signal,
+      requestSignal({ fence: fence.signal, timeoutMs: 60_000 }),
+    );
+    expect(signal?.aborted).toBe(false);
+    fence.abort(new Error('lost the lease'));
+    expect(signal?.aborted).toBe(true);
+    expect(signal?.reason).toHaveProperty('message', 'lost the lease');
+  });
+
+  it('keeps the request timeout', async () => {
+    const signal = await sentWith(new AbortController().signal, requestSignal({ timeoutMs: 5 }));
+    expect(await aborted(signal as AbortSignal)).toBeInstanceOf(RequestTimeoutError);
+  });
+
+  it('adds the call’s own signal', async () => {
+    const own = new AbortController();
+    const signal = await sentWith(own.signal, requestSignal({ timeoutMs: 60_000 }));
+    own.abort(new Error('elector stopped'));
+    expect(signal?.reason).toHaveProperty('message', 'elector stopped');
+  });
+
+  it('is the call’s own signal alone when the KubeConfig sets no bounds', async () => {
+    const own = new AbortController();
+    expect(await sentWith(own.signal)).toBe(own.signal);
+  });
+});
+
+describe('withDeadline', () => {
+  it('aborts the attempt once its time has passed, with a DeadlineError', async () => {
+    const reason = await withDeadline(5, undefined, (signal) => aborted(signal));
+    expect(reason).toBeInstanceOf(DeadlineError);
+    expect((reason as Error).message).toBe('deadline of 5 ms passed');
+  });
+
+  it('aborts it on stop, with the stop’s reason', async () => {
+    const stop = new AbortController();
+    const attempt = withDeadline(60_000, stop.signal, (signal) => aborted(signal));
+    stop.abort(new Error('stopping'));
+    expect(await attempt).toHaveProperty('message', 'stopping');
+  });
+
+  it('leaves no timer behind once the attempt ends', async () => {
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const before = timers();
+    await withDeadline(60_000, undefined, async () => 'done');
+    await expect(withDeadline(60_000, undefined, async () => Promise.reject(new Error('failed')))).rejects.toThrow();
+    expect(timers()).toBe(before);
   });
 });
