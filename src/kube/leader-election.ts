@@ -3,7 +3,6 @@
 // retry period, and a holder that cannot renew within the renew deadline stops
 // leading before anyone else may judge the lease expired (by the rule in
 // lease-rule.ts, which the shard election follows too).
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -33,7 +32,7 @@ export interface LeaderElectorOptions {
   /**
    * Called once each time leadership ends (lost, deadline missed or stop()).
    * isLeader() is already false. stop() awaits it before releasing the lease,
-   * unless stop() was called from within it.
+   * so it must not await stop() itself: the manager exits instead (src/manager.ts).
    */
   onStoppedLeading: () => void | Promise<void>;
   /** Called when the observed holder changes to a non-empty identity, this one included. */
@@ -65,9 +64,6 @@ export function defaultIdentity(): string {
 // client-go's JitterFactor: candidates wait retryPeriod * [1, 2.2).
 const JITTER_FACTOR = 1.2;
 
-// Marks code running on behalf of an elector's onStoppedLeading, across awaits.
-const insideStoppedLeading = new AsyncLocalStorage<LeaderElector>();
-
 const silent: LeaderElectionLogger = { debug() {}, info() {}, warn() {}, error() {} };
 const now = (): number => performance.now();
 
@@ -92,7 +88,6 @@ export class LeaderElector {
   private deadlineAt = Number.NEGATIVE_INFINITY;
   private deadlineTimer?: NodeJS.Timeout;
   private stoppedLeading: Promise<void> = Promise.resolve();
-  private readonly stopFromCallback = Promise.withResolvers<void>();
 
   constructor(options: LeaderElectorOptions) {
     this.options = options;
@@ -142,10 +137,8 @@ export class LeaderElector {
    * Idempotent; no timer or request outlives the returned promise.
    */
   stop(options: StopOptions = {}): Promise<void> {
-    // onStoppedLeading may await stop() (say, to exit on lost leadership); stop() must not wait for it then.
-    if (insideStoppedLeading.getStore() === this) this.stopFromCallback.resolve();
     if (!this.stopping) {
-      // Assigned before shutdown runs, so a stop() from the callback it triggers gets this same promise.
+      // Assigned before shutdown runs, so that a stop() it leads to (from onStoppedLeading) starts no second one.
       const { promise, resolve } = Promise.withResolvers<void>();
       this.stopping = promise;
       resolve(this.shutdown(options.release ?? true));
@@ -158,7 +151,7 @@ export class LeaderElector {
     this.stepDown('stopping');
     await this.loop;
     // The old term's work must have ended before a standby can start a new one.
-    await Promise.race([this.stoppedLeading, this.stopFromCallback.promise]);
+    await this.stoppedLeading;
     // Checks the server rather than our state: an aborted write may still have made us the holder.
     if (release && this.loop) await this.release();
   }
@@ -234,9 +227,7 @@ export class LeaderElector {
     if (reason === 'stopping') this.log.info(fields, 'stopped leading');
     else this.log.warn(fields, 'lost leadership');
     this.notify('onLeadershipChange', () => this.options.onLeadershipChange?.(false));
-    this.stoppedLeading = insideStoppedLeading.run(this, () =>
-      this.settle('onStoppedLeading', () => this.options.onStoppedLeading()),
-    );
+    this.stoppedLeading = this.settle('onStoppedLeading', () => this.options.onStoppedLeading());
   }
 
   /** The deadline runs from when the last successful write was sent: others may count from no earlier. */

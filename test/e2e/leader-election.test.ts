@@ -326,37 +326,41 @@ describe('Lease leader election', () => {
     expect(leader.changes).toEqual([true, false]);
   });
 
-  it('may be stopped from onStoppedLeading, after losing the lease or on stop()', async () => {
-    const exits = (lease = newLease()) => {
-      const done: string[] = [];
-      const elector: LeaderElector = new LeaderElector({
+  it('stop() lets onStoppedLeading finish before it releases the lease, and leaves a lease it lost alone', async () => {
+    const windsDown = (lease = newLease()) => {
+      // What the callback saw of the Lease after an API round trip, as the old term's work winding down.
+      const holders: string[] = [];
+      const elector = new LeaderElector({
         kubeConfig: kc,
         namespace: ns,
         name: lease,
-        identity: `exits-${lease}`,
+        identity: `winds-down-${lease}`,
         ...TIMINGS,
         onStartedLeading: () => {},
         onStoppedLeading: async () => {
-          await elector.stop();
-          done.push('stopped');
+          holders.push((await readLease(lease)).spec?.holderIdentity ?? '');
         },
       });
       running.push(elector);
-      return { lease, elector, done };
+      return { lease, elector, holders };
     };
-    const lost = exits();
-    const graceful = exits();
+    const lost = windsDown();
+    const graceful = windsDown();
     await Promise.all([lost.elector.start(), graceful.elector.start()]);
     await waitFor('both to lead', async () =>
       lost.elector.isLeader() && graceful.elector.isLeader() ? true : undefined,
     );
 
     await steal(lost.lease);
-    await waitFor('the callback to finish stopping', async () => (lost.done.length ? true : undefined));
+    await waitFor('the callback to run', async () => (lost.holders.length ? true : undefined));
+    await lost.elector.stop();
+    expect(lost.holders).toEqual(['thief']);
+    // Nothing to release: the lease is the thief's.
+    expect((await readLease(lost.lease)).spec?.holderIdentity).toBe('thief');
 
     await graceful.elector.stop();
-    await waitFor('the callback to finish stopping', async () => (graceful.done.length ? true : undefined));
-    // stop() still released the lease after the callback let it go on.
+    // The callback ran to its end while the lease was still held; stop() released it after.
+    expect(graceful.holders).toEqual([graceful.elector.identity]);
     expect((await readLease(graceful.lease)).spec?.holderIdentity).toBe('');
   });
 
