@@ -71,6 +71,12 @@ export const ChartValuesSchema = z.strictObject({
     value: z.string(),
     key: z.string().regex(/^[-._a-zA-Z0-9]+$/, 'a Secret key'),
   }),
+  sessionKey: z.strictObject({
+    existingSecret: z.string(),
+    // As --session-key-file reads it: empty (no key), or at least 32 characters.
+    value: z.string().regex(/^(|[\s\S]{32,})$/, 'empty, or at least 32 characters, e.g. `openssl rand -base64 32`'),
+    key: z.string().regex(/^[-._a-zA-Z0-9]+$/, 'a Secret key'),
+  }),
   serviceAccount: z.strictObject({ create: z.boolean(), name: z.string(), annotations: stringMap }),
   rbac: z.strictObject({ create: z.boolean(), userRoles: z.boolean() }),
   admissionPolicy: z.strictObject({ enabled: z.boolean() }),

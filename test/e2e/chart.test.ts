@@ -66,6 +66,8 @@ describe('helm lint', () => {
     ['--set-string', 'leaderElection.leaseDuration=15', "at '/leaderElection/leaseDuration'"],
     ['--set', 'leaderElection.retryPeriod=2sec', "at '/leaderElection/retryPeriod'"],
     ['--set', 'egress.allow={http://10.0.0.1/}', "at '/egress/allow/0'"],
+    // The operator would refuse it at start: the chart says so at install.
+    ['--set', 'sessionKey.value=short', "at '/sessionKey/value'"],
   ])('rejects %s %s with a message naming it', async (flag, value, message) => {
     const out = await helm(['template', 'teal', CHART, flag, value]);
     expect(out.code).not.toBe(0);
@@ -102,7 +104,7 @@ describe('the rendered chart', () => {
     for (const kind of ['Ingress', 'ServiceMonitor', 'Secret']) expect(find(objects, kind)).toEqual([]);
   });
 
-  it('with non-default values: namespaced RBAC, TLS, ingress, webhook secret, ServiceMonitor', async () => {
+  it('with non-default values: namespaced RBAC, TLS, ingress, webhook secret, session key, ServiceMonitor', async () => {
     const { objects } = await render('teal', 'platform', [
       '--values',
       NON_DEFAULT,
@@ -135,6 +137,7 @@ describe('the rendered chart', () => {
         '--namespace=team-a,team-b',
         '--default-registry=harbor.example.com/apps',
         '--webhook-secret-file=/etc/teal/webhook/token',
+        '--session-key-file=/etc/teal/session/session-key',
         '--tls-cert-file=/etc/teal/tls/tls.crt',
         '--concurrency=8',
         '--lease-duration=20s',
@@ -145,6 +148,10 @@ describe('the rendered chart', () => {
     expect(container.readinessProbe.httpGet.scheme).toBe('HTTPS');
     const [secret] = find(objects, 'Secret', 'teal-webhook') as (Manifest & { data: Record<string, string> })[];
     expect(Buffer.from(secret?.data.token ?? '', 'base64').toString()).toBe('a-global-webhook-secret');
+    const [sessionKey] = find(objects, 'Secret', 'teal-session-key') as (Manifest & { data: Record<string, string> })[];
+    expect(Buffer.from(sessionKey?.data['session-key'] ?? '', 'base64').toString()).toBe(
+      'a-session-key-of-at-least-32-bytes-shared-by-replicas',
+    );
     const [ingress] = find(objects, 'Ingress', 'teal') as (Manifest & {
       spec: { rules: { http: { paths: { path: string }[] } }[] };
     })[];

@@ -33,6 +33,10 @@ app.kubernetes.io/part-of: teal
 {{- end -}}
 {{- end -}}
 
+{{- define "teal.sessionKeySecretName" -}}
+{{- default (printf "%s-session-key" (include "teal.fullname" .)) .Values.sessionKey.existingSecret -}}
+{{- end -}}
+
 {{- define "teal.webhookSecretName" -}}
 {{- default (printf "%s-webhook" (include "teal.fullname" .)) .Values.webhookSecret.existingSecret -}}
 {{- end -}}
