@@ -13,7 +13,7 @@
 import { Worker } from 'node:worker_threads';
 
 /** How long past the grace period the main thread has to exit on its own (exit code 1, saying why). */
-export const STOP_OVERRUN_MS = 5_000;
+export const STOP_OVERRUN_MS = 10_000;
 /**
  * Growth of the resident set, from the start of the stop, that ends the process
  * at once (or half of what it held then, if that is more): a stop only lets go of

@@ -83,7 +83,7 @@ describe('a stop whose event loop never turns again', () => {
     expect(signal).toBe('SIGKILL');
     expect(op.logs()).toContain('"msg":"stopping: readiness off, draining reconciles, releasing the lease"');
     expect(op.logs()).toMatch(
-      /"level":50,[^\n]*"msg":"stopping: still running 5s past --graceful-shutdown-timeout \(2s\), its event loop stuck: killing the process"/,
+      /"level":50,[^\n]*"msg":"stopping: still running 10s past --graceful-shutdown-timeout \(2s\), its event loop stuck: killing the process"/,
     );
     expect(peakKb).toBeLessThan(RSS_CEILING_KB);
   });

@@ -20,7 +20,7 @@ describe('overrun', () => {
 
   it('ends it at the deadline, naming the grace period and the overrun', () => {
     expect(overrun(data, 100_000, 200 * MiB)).toBe(
-      'stopping: still running 5s past --graceful-shutdown-timeout (20s), its event loop stuck: killing the process',
+      'stopping: still running 10s past --graceful-shutdown-timeout (20s), its event loop stuck: killing the process',
     );
   });
 
