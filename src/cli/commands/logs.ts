@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Log, type V1Pod } from '@kubernetes/client-node';
 import { analysisJobName } from '../../analysis/job.ts';
 import { measurementKey } from '../../analysis/run.ts';
-import type { AnalysisRunStatus } from '../../app/analysis-schema.ts';
+import type { AppAnalysisRun } from '../../app/schema.ts';
 import { LABEL_COMMIT } from '../../build/job.ts';
 import { apiStatusOf, ignoreNotFound } from '../../kube/errors.ts';
 import type { Flags } from '../args.ts';
@@ -53,12 +53,8 @@ async function buildJob(session: Session, app: AppObject, commit: string | undef
 /** The Job of the check's latest measurement, in the latest run that has the check (post-promotion first). */
 function checkJob(app: AppObject, check: string): string {
   const name = app.metadata.name;
-  const status = app.status as
-    | { prePromotionAnalysis?: AnalysisRunStatus; postPromotionAnalysis?: AnalysisRunStatus }
-    | undefined;
-  const runs = [status?.postPromotionAnalysis, status?.prePromotionAnalysis].filter(
-    (r): r is AnalysisRunStatus => r !== undefined,
-  );
+  const { prePromotionAnalysis: pre, postPromotionAnalysis: post } = app.status ?? {};
+  const runs = [post, pre].filter((r): r is AppAnalysisRun => r !== undefined);
   const run = runs.find((r) => r.checks.some((c) => c.name === check));
   if (!run) {
     const known = [...new Set(runs.flatMap((r) => r.checks.map((c) => c.name)))];
