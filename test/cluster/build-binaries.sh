@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the test control plane from Go modules and caches the binaries outside
 # the repo, keyed by version: kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl (Kubernetes), etcd, kwok and kwokctl; and helm, for
+# kube-scheduler, kubectl, kube-proxy (Kubernetes; kube-proxy for the traffic
+# tests' data plane, test/support/data-plane.ts), etcd, kwok and kwokctl; and helm, for
 # the chart tests, cached apart under its own version and linked in.
 # Prints the binary folder on stdout; progress goes to stderr.
 set -euo pipefail
@@ -13,7 +14,8 @@ source "$here/versions.env"
 cache_root="${TEAL_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/teal}"
 key="k8s-${KUBE_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
 bin="$cache_root/cluster/$key/bin"
-want=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl)
+kube_cmds=(kube-apiserver kube-controller-manager kube-scheduler kubectl kube-proxy)
+want=("${kube_cmds[@]}" etcd kwok kwokctl)
 
 helm_bin="$cache_root/helm/$HELM_VERSION/bin/helm"
 
@@ -41,9 +43,11 @@ export CGO_ENABLED=0 GOFLAGS="-trimpath -mod=mod" GOTOOLCHAIN=local
 
 # Kubernetes: k8s.io/kubernetes pins its staging modules at v0.0.0 with replaces
 # into its own tree, so it cannot be `go install`ed. A wrapper module replaces
-# each of them with the published vX.Y.Z release instead.
+# each of them with the published vX.Y.Z release instead. Builds the commands
+# named (those missing), so a cache made before kube-proxy was added gains it
+# without relinking the others.
 build_kube() {
-  local dir="$work/kube" gomod
+  local dir="$work/kube" gomod c t0 pkgs=()
   mkdir -p "$dir"
   log "resolving k8s.io/kubernetes@$KUBE_VERSION"
   gomod="$(cd "$dir" && go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
@@ -56,7 +60,7 @@ build_kube() {
     echo
     grep -E '^\s*k8s\.io/[^ ]+ => \./staging/' "$gomod" | awk -v v="$KUBE_STAGING_VERSION" '{print "replace " $1 " => " $1 " " v}'
     echo
-    for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do echo "tool k8s.io/kubernetes/cmd/$c"; done
+    for c in "${kube_cmds[@]}"; do echo "tool k8s.io/kubernetes/cmd/$c"; done
   } >"$dir/go.mod"
   log "$(grep -c '^replace' "$dir/go.mod") staging modules replaced with $KUBE_STAGING_VERSION"
   (cd "$dir" && go mod tidy >&2)
@@ -64,10 +68,11 @@ build_kube() {
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ld="$ld -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$(echo "$KUBE_VERSION" | cut -d. -f2) -X $p.gitTreeState=clean"
   done
-  log "building Kubernetes $KUBE_VERSION (cold: 15-35 min on 2 cores)"
-  (cd "$dir" && go build -ldflags "$ld" -o "$bin/" \
-    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl >&2)
+  for c in "$@"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
+  log "building Kubernetes $KUBE_VERSION: $* (cold, all five: 15-35 min on 2 cores)"
+  t0=$(date +%s)
+  (cd "$dir" && go build -ldflags "$ld" -o "$bin/" "${pkgs[@]}" >&2)
+  log "built $* in $(( $(date +%s) - t0 ))s"
 }
 
 # etcd's server module has relative replaces too; a wrapper builds it from the
@@ -103,9 +108,9 @@ start=$(date +%s)
 have_helm || build_helm
 [[ -x "$bin/kwokctl" && -x "$bin/kwok" ]] || build_kwok
 [[ -x "$bin/etcd" ]] || build_etcd
-for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
-  [[ -x "$bin/$b" ]] || { build_kube; break; }
-done
+missing_kube=()
+for b in "${kube_cmds[@]}"; do [[ -x "$bin/$b" ]] || missing_kube+=("$b"); done
+[[ ${#missing_kube[@]} -eq 0 ]] || build_kube "${missing_kube[@]}"
 have_all || { log "some binaries are missing in $bin"; exit 1; }
 log "binaries ready in $(( $(date +%s) - start ))s: $bin"
 echo "$bin"

@@ -3,11 +3,12 @@
 # some are missing: the registry builds push to, runc and rootlesskit (BuildKit
 # rootless; kaniko inside a container), uidmap (subuid/subgid user namespaces),
 # busybox-static and debootstrap (base images made locally) and apache2-utils
-# (htpasswd, for the registry with auth). Quiet, and no apt at all, when
+# (htpasswd, for the registry with auth); and nftables, for kube-proxy in the
+# traffic tests' data plane (test/cluster/data-plane.ts). Quiet, and no apt at all, when
 # everything is there. Needs root (or passwordless sudo) only to install.
 set -euo pipefail
 
-packages=(docker-registry runc rootlesskit uidmap busybox-static debootstrap apache2-utils)
+packages=(docker-registry runc rootlesskit uidmap busybox-static debootstrap apache2-utils nftables)
 log() { echo "install-build-packages: $*" >&2; }
 
 installed() { [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" == "install ok installed" ]]; }
