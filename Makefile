@@ -21,7 +21,7 @@ binaries: ## Build or reuse the cached control-plane binaries (Kubernetes, etcd,
 	bash test/cluster/install-prometheus.sh >/dev/null
 
 .PHONY: build-tools
-build-tools: ## Debian packages of real image builds (root, when missing), and BuildKit and kaniko built from Go modules, cached
+build-tools: ## Debian packages of real image builds and of the traffic tests' kube-proxy (nftables) (root, when missing), and BuildKit and kaniko built from Go modules, cached
 	bash test/cluster/install-build-packages.sh
 	bash test/cluster/build-toolchain.sh >/dev/null
 

@@ -87,7 +87,9 @@ apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokConfiguration
 options:
   nodeIP: 127.0.0.1
-  cidr: 10.0.0.1/16
+  # Pod IPs apart from the API server's default Service range (10.0.0.0/24): in a traffic
+  # test's data plane (data-plane.ts) no pod IP is also a ClusterIP.
+  cidr: 10.244.0.1/16
   podPlayStageParallelism: 8
   nodePlayStageParallelism: 4
   nodeLeaseParallelism: 4

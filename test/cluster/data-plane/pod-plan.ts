@@ -1,0 +1,114 @@
+// What the data plane's kubelet stand-in (test/cluster/data-plane.ts) makes of
+// an app pod: where its server listens, what it answers with, how its
+// readiness is probed, and how it is stopped. Pure, so the rules are
+// unit-tested (test/unit/data-plane-pod-plan.test.ts).
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { LABEL_HASH } from '../../../src/app/labels.ts';
+
+/** Kubernetes' own revision label, set by the Deployment controller. */
+const LABEL_DEPLOYMENT_HASH = 'pod-template-hash';
+/** What a kubelet waits when neither the pod nor the delete request says. */
+const DEFAULT_GRACE_SECONDS = 30;
+/** The port a pod with no containerPort serves on. */
+const DEFAULT_PORT = 8080;
+
+export interface PodServe {
+  /** namespace/name, the key every part of the data plane uses. */
+  key: string;
+  name: string;
+  ip: string;
+  port: number;
+  /** Teal's revision label, else the Deployment's pod-template-hash, else "". */
+  revision: string;
+}
+
+export interface PodProbe {
+  port: number;
+  path: string;
+}
+
+export interface PodStop {
+  /** How long the preStop hook keeps the server up, accepting, before it is told to stop. */
+  preStopMs: number;
+  /** From the deletion on: in-flight requests still open then are cut. */
+  graceMs: number;
+}
+
+export const podKey = (pod: V1Pod): string => `${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}`;
+
+function appContainer(pod: V1Pod): V1Container | undefined {
+  return pod.spec?.containers?.[0];
+}
+
+/** Where the pod's server listens: its first container's first TCP port. */
+export function podServe(pod: V1Pod): PodServe | undefined {
+  const ip = pod.status?.podIP;
+  if (!ip || pod.status?.phase !== 'Running') return undefined;
+  const port = appContainer(pod)?.ports?.find((p) => (p.protocol ?? 'TCP') === 'TCP')?.containerPort ?? DEFAULT_PORT;
+  const labels = pod.metadata?.labels ?? {};
+  return {
+    key: podKey(pod),
+    name: pod.metadata?.name ?? '',
+    ip,
+    port,
+    revision: labels[LABEL_HASH] ?? labels[LABEL_DEPLOYMENT_HASH] ?? '',
+  };
+}
+
+/**
+ * The readiness probe's HTTP GET (path and a numeric port; a named port is
+ * looked up in the container's ports), or, with no probe, a GET of / on the
+ * serving port: a kubelet would call such a container ready once it runs,
+ * and running here means answering.
+ */
+export function podProbe(pod: V1Pod, serve: Pick<PodServe, 'port'>): PodProbe {
+  const container = appContainer(pod);
+  const get = container?.readinessProbe?.httpGet;
+  if (!get) return { port: serve.port, path: '/' };
+  const port =
+    typeof get.port === 'number'
+      ? get.port
+      : /^\d+$/.test(get.port)
+        ? Number(get.port)
+        : (container?.ports?.find((p) => p.name === get.port)?.containerPort ?? serve.port);
+  return { port, path: get.path ?? '/' };
+}
+
+/**
+ * preStop as the kubelet runs it, for the hooks the data plane can play: the
+ * sleep action, or an exec of `sleep N` (directly or through `sh -c`). Any
+ * other hook is run as no wait. The hook runs within the grace period, as a
+ * kubelet's does.
+ */
+export function podStop(pod: V1Pod): PodStop {
+  const graceSeconds =
+    pod.metadata?.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? DEFAULT_GRACE_SECONDS;
+  const graceMs = Math.max(0, graceSeconds) * 1000;
+  const preStop = appContainer(pod)?.lifecycle?.preStop;
+  const seconds = preStop?.sleep?.seconds ?? execSleepSeconds(preStop?.exec?.command ?? []);
+  return { preStopMs: Math.min(graceMs, Math.max(0, seconds) * 1000), graceMs };
+}
+
+function execSleepSeconds(command: string[]): number {
+  const line =
+    command.length >= 3 && /(^|\/)(ba)?sh$/.test(command[0] ?? '') && command[1] === '-c'
+      ? command[2]
+      : command.join(' ');
+  const match = /^\s*(?:\/\S*\/)?sleep\s+(\d+(?:\.\d+)?)\s*$/.exec(line ?? '');
+  return match ? Number(match[1]) : 0;
+}
+
+/** The status a kubelet writes once the readiness probe passed (a strategic merge on conditions' type). */
+export function readyStatus(pod: V1Pod, now: Date): Record<string, unknown> {
+  const at = now.toISOString();
+  return {
+    conditions: [
+      { type: 'Ready', status: 'True', lastTransitionTime: at, reason: DATA_PLANE_READY_REASON },
+      { type: 'ContainersReady', status: 'True', lastTransitionTime: at, reason: DATA_PLANE_READY_REASON },
+    ],
+    containerStatuses: (pod.status?.containerStatuses ?? []).map((s) => ({ ...s, ready: true, started: true })),
+  };
+}
+
+/** The reason on Ready conditions the data plane set, so a test can tell them from KWOK's. */
+export const DATA_PLANE_READY_REASON = 'DataPlaneProbeAnswered';

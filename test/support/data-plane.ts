@@ -1,0 +1,26 @@
+// The traffic tests' data plane (test/cluster/data-plane.ts) on the shared
+// test cluster: a real kube-proxy in a network namespace of the test's own,
+// and servers for the pods of the traffic-* namespaces the test names.
+import { inject } from 'vitest';
+import { NODE_NAME } from '../cluster/cluster.ts';
+import { type DataPlane, dataPlaneUnavailable, startDataPlane } from '../cluster/data-plane.ts';
+import { kubeConfig } from './kube.ts';
+
+export type { Answer, DataPlane, Traffic, TrafficStats } from '../cluster/data-plane.ts';
+export { DATA_PLANE_READY_REASON } from '../cluster/data-plane.ts';
+
+/** Why traffic tests are skipped here (not root, no namespaces, no nft or kube-proxy), or undefined. */
+export function dataPlaneSkipReason(): string | undefined {
+  return dataPlaneUnavailable(inject('binDir'));
+}
+
+/** A data plane serving the pods of these traffic-* namespaces (createNamespace('traffic')); stop() removes it. */
+export function startTestDataPlane(namespaces: string[]): Promise<DataPlane> {
+  return startDataPlane({
+    kc: kubeConfig(),
+    binDir: inject('binDir'),
+    namespaces,
+    nodeName: NODE_NAME,
+    log: (line) => console.error(line),
+  });
+}
