@@ -38,13 +38,15 @@ export function sessionRoutes(fastify: FastifyInstance, deps: SessionRouteDeps):
     {
       logSerializers,
       // Refused before the body is read: a locked-out address costs nothing.
-      onRequest: async (request, reply) => {
+      onRequest: async (request) => {
         const retryAfter = throttle.retryAfter(request.ip);
         if (retryAfter === 0) return;
         onLogin('rate_limited');
+        // Debug only: a client hammering the route must not flood the log; the metric counts it.
         logger(request).debug({ remoteAddress: request.ip }, 'login refused: too many failed logins');
-        reply.header('retry-after', String(retryAfter));
-        throw new ApiError(429, `too many failed logins from ${request.ip}; try again in ${retryAfter} s`);
+        throw new ApiError(429, `too many failed logins from ${request.ip}; try again in ${retryAfter} s`, {
+          'retry-after': String(retryAfter),
+        });
       },
     },
     async (request, reply) => {
