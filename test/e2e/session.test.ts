@@ -4,11 +4,13 @@
 // the TokenRequest API, and the reviews are counted by a recording proxy in
 // front of the API server. Authorization of a session's user is the API's own
 // SubjectAccessReview (test/e2e/api.test.ts has its rules).
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { LOGIN_FAILURES } from '../../src/api/login-throttle.ts';
 import { type ApiRecorder, startApiRecorder } from '../support/api-recorder.ts';
 import { clients, createNamespace, waitFor } from '../support/kube.ts';
@@ -258,6 +260,34 @@ describe('cost', () => {
     const metrics = await (await fetch(`${b}/metrics`)).text();
     expect(metrics).toContain(`teal_dashboard_logins_total{result="bad_token"} ${LOGIN_FAILURES.max}`);
     expect(metrics).toContain(`teal_dashboard_logins_total{result="rate_limited"} ${51 - LOGIN_FAILURES.max}`);
+  });
+});
+
+describe('the key', () => {
+  it('an operator given a key file under 32 bytes refuses to start, naming the flag and how to make one', async () => {
+    const short = join(root, 'short-key');
+    await writeFile(short, 'too-short\n');
+    const main = new URL('../../src/main.ts', import.meta.url).pathname;
+    const args = ['--kubeconfig', inject('kubeconfig'), '--namespace', ns, '--leader-elect=false'];
+    const failed = await promisify(execFile)(process.execPath, [
+      main,
+      ...args,
+      '--http-addr',
+      '127.0.0.1:0',
+      '--session-key-file',
+      short,
+    ]).then(
+      () => ({ code: 0, stderr: '' }),
+      (err: { code?: number; stderr?: string }) => ({ code: err.code, stderr: err.stderr ?? '' }),
+    );
+    expect(failed.code).not.toBe(0);
+    expect(failed.stderr).toContain(
+      `--session-key-file ${short}: the session key must hold at least 32 bytes (it holds 9); make one with \`openssl rand -base64 32\``,
+    );
+  });
+
+  it('each replica says in its log that the key of --session-key-file seals the sessions', () => {
+    for (const o of operators) expect(o.logs()).toContain('sessions: sealed with the key of --session-key-file');
   });
 });
 
