@@ -83,6 +83,8 @@ export interface DataPlane {
   probeFailures: (key: string) => number;
   /** Keys (namespace/name) of the pods whose servers are up (draining ones included). */
   serving: () => Promise<string[]>;
+  /** Keys (namespace/name) of the pods being stopped: in their preStop hook or draining. */
+  stopping: () => Promise<string[]>;
   stop: () => Promise<void>;
 }
 
@@ -327,6 +329,10 @@ async function waitForKubeProxy(agent: ChildProcess, dir: string, call: Control)
   );
 }
 
+type Serving = { keys: string[]; stopping: string[] };
+/** The agent's keys are namespace/name/uid. */
+const podKeyOf = (serverKey: string) => serverKey.split('/').slice(0, 2).join('/');
+
 function dataPlaneApi(name: string, call: Control, kubelet: Kubelet, stop: () => Promise<void>): DataPlane {
   return {
     name,
@@ -342,9 +348,8 @@ function dataPlaneApi(name: string, call: Control, kubelet: Kubelet, stop: () =>
     release: (token) => call('/release', { token }),
     ruleset: async () => (await call<{ text: string }>('/ruleset')).text,
     probeFailures: (key) => kubelet.probeFailures.get(key) ?? 0,
-    // The agent's keys are namespace/name/uid.
-    serving: async () =>
-      (await call<{ keys: string[] }>('/serving')).keys.map((k) => k.split('/').slice(0, 2).join('/')),
+    serving: async () => (await call<Serving>('/serving')).keys.map(podKeyOf),
+    stopping: async () => (await call<Serving>('/serving')).stopping.map(podKeyOf),
     stop,
   };
 }
@@ -396,7 +401,7 @@ class Kubelet {
       await this.look().catch((err) => this.log(`data plane: list pods: ${String(err)}`));
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     }
-    await Promise.allSettled([...this.handled.values()]);
+    // Steps still running (a pod in a long preStop) end with the agent, which stop() ends next.
   }
 
   private async look(): Promise<void> {
@@ -419,7 +424,9 @@ class Kubelet {
     if (this.handled.has(step)) return;
     this.handled.set(
       step,
-      action().catch((err) => this.log(`data plane: ${step}: ${err instanceof Error ? err.message : String(err)}`)),
+      action().catch((err) => {
+        if (!this.stopped) this.log(`data plane: ${step}: ${err instanceof Error ? err.message : String(err)}`);
+      }),
     );
   }
 

@@ -203,6 +203,34 @@ describe.skipIf(skip !== undefined)(`the traffic harness${skip ? ` (skipped: ${s
     });
   });
 
+  it('a deleted pod keeps serving through its preStop hook, and one deleted for good is cut at once', async () => {
+    const body = deployment('slow', 'slow', 1);
+    const spec = body.spec?.template.spec;
+    if (!spec?.containers[0]) throw new Error('no container');
+    spec.terminationGracePeriodSeconds = 3_600;
+    spec.containers[0].lifecycle = { preStop: { exec: { command: ['/bin/sh', '-c', 'sleep 3600'] } } };
+    await apps.createNamespacedDeployment({ namespace: ns, body });
+    try {
+      const [pod] = await waitForReadyPods('slow', 1);
+      const name = pod?.metadata?.name ?? '';
+      const ip = pod?.status?.podIP ?? '';
+      await core.deleteNamespacedPod({ namespace: ns, name });
+      await waitFor('the data plane to be stopping the pod', async () =>
+        (await dp?.stopping())?.includes(`${ns}/${name}`) ? true : undefined,
+      );
+      // In its preStop hook, deleted, the pod still takes new connections, as a kubelet's would.
+      expect(await dp?.request(`http://${ip}:8080/`)).toMatchObject({ status: 200, pod: name });
+      await core.deleteNamespacedPod({ namespace: ns, name, gracePeriodSeconds: 0 });
+      await waitFor('the pod removed for good to be cut', async () =>
+        (await dp?.serving())?.includes(`${ns}/${name}`) ? undefined : true,
+      );
+      expect((await dp?.request(`http://${ip}:8080/`))?.error).toBeDefined();
+    } finally {
+      await apps.deleteNamespacedDeployment({ namespace: ns, name: 'slow' });
+      await core.deleteCollectionNamespacedPod({ namespace: ns, labelSelector: 'color=slow', gracePeriodSeconds: 0 });
+    }
+  });
+
   it('a data plane left by a killed run (namespace, processes in it, folder) is removed by the next one', async () => {
     const owner = spawn('true');
     const dead = await new Promise<number>((resolve) => owner.once('exit', () => resolve(owner.pid ?? 0)));

@@ -67,6 +67,8 @@ interface PodServer {
   req: ServeRequest;
   server: http.Server;
   stopping?: Promise<void>;
+  /** Ends the stop at once: no more preStop, every connection cut (SIGKILL). */
+  kill?: () => void;
 }
 
 const servers = new Map<string, PodServer>();
@@ -117,7 +119,8 @@ async function serve(req: ServeRequest): Promise<void> {
 /**
  * A kubelet's stop: the preStop hook's time (the server still accepts), then
  * SIGTERM (the listener closes: new connections are refused, in-flight
- * requests finish), and at the grace period's end the rest is cut.
+ * requests finish), and at the grace period's end, or when the pod is gone
+ * from the API server (killServer), the rest is cut.
  */
 function stopServer(key: string, preStopMs: number, graceMs: number): Promise<void> {
   const s = servers.get(key);
@@ -125,17 +128,30 @@ function stopServer(key: string, preStopMs: number, graceMs: number): Promise<vo
   s.stopping ??= (async () => {
     console.error(`stop ${key}: preStop ${preStopMs} ms, grace ${graceMs} ms`);
     const started = Date.now();
-    await new Promise((resolve) => setTimeout(resolve, preStopMs));
+    const killed = new Promise<void>((resolve) => {
+      s.kill = resolve;
+    });
+    let preStop: NodeJS.Timeout | undefined;
+    await Promise.race([killed, new Promise((resolve) => (preStop = setTimeout(resolve, preStopMs)))]);
+    clearTimeout(preStop);
     const closed = new Promise<void>((resolve) => s.server.close(() => resolve()));
     s.server.closeIdleConnections();
-    const cut = setTimeout(() => s.server.closeAllConnections(), Math.max(0, graceMs - (Date.now() - started)));
+    const graceEnd = setTimeout(() => s.kill?.(), Math.max(0, graceMs - (Date.now() - started)));
+    void killed.then(() => s.server.closeAllConnections());
     await closed;
     console.error(`stopped ${key}`);
-    clearTimeout(cut);
+    clearTimeout(graceEnd);
     servers.delete(key);
     await releaseIp(s.req.ip);
   })();
   return s.stopping;
+}
+
+/** A pod gone from the API server: its server, stopping or not, ends now. */
+function killServer(key: string): Promise<void> {
+  const stopped = stopServer(key, 0, 0);
+  servers.get(key)?.kill?.();
+  return stopped;
 }
 
 // ---------- requests and traffic
@@ -274,9 +290,12 @@ function routes(config: AgentConfig): Record<string, Route> {
       ).then(() => ({})),
     '/kill': async (b) => {
       console.error(`kill ${String(b.key)}`);
-      return stopServer(String(b.key), 0, 0).then(() => ({}));
+      return killServer(String(b.key)).then(() => ({}));
     },
-    '/serving': async () => ({ keys: [...servers.keys()] }),
+    '/serving': async () => ({
+      keys: [...servers.keys()],
+      stopping: [...servers].filter(([, s]) => s.stopping).map(([key]) => key),
+    }),
     '/request': async (b) => request(String(b.url), bounded(b.timeoutMs, 'timeoutMs', 1, 600_000)),
     '/held': async (b) => ({ pod: holds.get(String(b.token))?.pod }),
     '/release': async (b) => {
