@@ -13,7 +13,10 @@ export type ActionParams = AppParams & { action: string };
 
 export const isAction = (s: string): s is Action => (ACTIONS as readonly string[]).includes(s);
 
-/** GET /api/v1/apps: list in the namespace asked for, or cluster-wide; a namespace given twice is a 400. */
+/**
+ * GET /api/v1/apps: list in the namespace asked for, or cluster-wide (a caller without that
+ * right gets the namespaces it may list instead: ApiGuard.list); a namespace given twice is a 400.
+ */
 export function listAccess(query: { namespace?: unknown }): AccessRequest {
   const namespace = query.namespace;
   if (namespace !== undefined && typeof namespace !== 'string') {
@@ -32,6 +35,12 @@ export function actionAccess({ ns, name, action }: ActionParams): AccessRequest 
   if (!isAction(action)) throw new ApiError(404, `unknown action "${action}": one of ${ACTIONS.join(', ')}`);
   return { verb: action, namespace: ns, name };
 }
+
+/**
+ * Which Apps a list may answer: all of them (list allowed cluster-wide), or those of these
+ * namespaces, each one the caller may list. A namespace not in it is never named to the caller.
+ */
+export type ListScope = { user: UserInfo; namespaces: 'all' | string[] };
 
 /** Finds who calls, or throws 401; called only once the route's rule lets the request be reviewed. */
 export type Identify = () => Promise<UserInfo>;
@@ -53,9 +62,42 @@ export class ApiGuard {
     this.auth = auth;
   }
 
-  /** The list route: the caller is identified before its query is read. */
-  list(identify: Identify, query: { namespace?: unknown }, log: ApiLogger): Promise<UserInfo> {
-    return this.admit(identify, () => listAccess(query), log);
+  /**
+   * The list route: the caller is identified before its query is read. Without a namespace, a
+   * caller who may not list cluster-wide gets the namespaces among candidates (those holding
+   * Apps) that it may list, one access review each: the dashboard's one table of every App the
+   * user may see (issue #25), with no namespace it may not list, not even its name.
+   */
+  async list(
+    identify: Identify,
+    query: { namespace?: unknown },
+    candidates: () => readonly string[],
+    log: ApiLogger,
+  ): Promise<ListScope> {
+    const user = await identify();
+    const wanted = listAccess(query);
+    if (wanted.namespace !== undefined) {
+      await this.authorized(user, wanted, log);
+      return { user, namespaces: [wanted.namespace] };
+    }
+    try {
+      await this.auth.authorize(user, wanted);
+      return { user, namespaces: 'all' };
+    } catch (err) {
+      if (!(err instanceof ApiError && err.status === 403)) throw err;
+    }
+    const allowed = await Promise.all(
+      candidates().map(async (namespace) => {
+        try {
+          await this.auth.authorize(user, { verb: 'list', namespace });
+          return [namespace];
+        } catch (err) {
+          if (err instanceof ApiError && err.status === 403) return [];
+          throw err;
+        }
+      }),
+    );
+    return { user, namespaces: allowed.flat() };
   }
 
   get(identify: Identify, params: AppParams, log: ApiLogger): Promise<UserInfo> {
@@ -71,7 +113,11 @@ export class ApiGuard {
 
   private async admit(identify: Identify, access: () => AccessRequest, log: ApiLogger): Promise<UserInfo> {
     const user = await identify();
-    const wanted = access();
+    await this.authorized(user, access(), log);
+    return user;
+  }
+
+  private async authorized(user: UserInfo, wanted: AccessRequest, log: ApiLogger): Promise<void> {
     try {
       await this.auth.authorize(user, wanted);
     } catch (err) {
@@ -80,6 +126,5 @@ export class ApiGuard {
       }
       throw err;
     }
-    return user;
   }
 }

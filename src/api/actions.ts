@@ -32,7 +32,7 @@ import type { Cached, Informer } from '../kube/informer.ts';
 import type { SharedInformer } from '../kube/multi-namespace-informer.ts';
 import { actionVerdict, UNKNOWN, type Unknown, viewOfApp } from '../rollout/action-rules.ts';
 import type { ObservedReplicaSet } from '../rollout/observed.ts';
-import { type ActionParams, type Admitted, ApiGuard, type AppParams, type Identify } from './access.ts';
+import { type ActionParams, type Admitted, ApiGuard, type AppParams, type Identify, type ListScope } from './access.ts';
 import { type ApiAuth, KubeAuth, type UserInfo } from './auth.ts';
 import { csrfProblem } from './csrf.ts';
 import { ApiError, errorAnswer } from './errors.ts';
@@ -246,11 +246,11 @@ export class ApiHandlers {
     this.writeIntent = writeIntent;
   }
 
-  /** GET /api/v1/apps: the Apps of one namespace, or of all, in order. */
-  list(namespace: string | undefined): { items: AppView[] } {
+  /** GET /api/v1/apps: the Apps of the scope the guard allowed (all, or some namespaces), in order. */
+  list(namespaces: ListScope['namespaces']): { items: AppView[] } {
     this.ready();
     const cache = this.opts.apps();
-    const apps = namespace !== undefined && namespace !== '' ? cache.listByNamespace(namespace) : cache.list();
+    const apps = namespaces === 'all' ? cache.list() : namespaces.flatMap((ns) => cache.listByNamespace(ns));
     const items = apps
       .map(appView)
       .sort(
@@ -258,6 +258,19 @@ export class ApiHandlers {
           a.metadata.namespace.localeCompare(b.metadata.namespace) || a.metadata.name.localeCompare(b.metadata.name),
       );
     return { items };
+  }
+
+  /** The namespaces holding Apps, as cached: those a caller without a cluster-wide right is reviewed for. */
+  namespaces(): string[] {
+    this.ready();
+    return [
+      ...new Set(
+        this.opts
+          .apps()
+          .list()
+          .map((app) => app.metadata.namespace),
+      ),
+    ];
   }
 
   /** GET /api/v1/namespaces/:ns/apps/:name. */
@@ -398,6 +411,7 @@ interface RouteDeps {
 /** The routes: each guarded on request, before its body is read, then answered by its handler. */
 function apiRoutes(fastify: FastifyInstance, { guard, handlers, identifyOf, bodyLimit, logger }: RouteDeps): void {
   const admitted = new WeakMap<FastifyRequest, Admitted>();
+  const scopes = new WeakMap<FastifyRequest, ListScope>();
   const noStore = (reply: FastifyReply, body: object) => reply.header('cache-control', 'no-store').send(body);
 
   fastify.get<{ Querystring: { namespace?: string | string[] } }>(
@@ -406,12 +420,16 @@ function apiRoutes(fastify: FastifyInstance, { guard, handlers, identifyOf, body
       logSerializers,
       onRequest: async (request, reply) => {
         const query = request.query as { namespace?: unknown };
-        await guard.list(identifyOf(request, reply), query, logger(request));
+        scopes.set(
+          request,
+          await guard.list(identifyOf(request, reply), query, () => handlers.namespaces(), logger(request)),
+        );
       },
     },
     async (request, reply) => {
-      const namespace = request.query.namespace;
-      return noStore(reply, handlers.list(typeof namespace === 'string' ? namespace : undefined));
+      const scope = scopes.get(request);
+      if (!scope) throw new ApiError(500, 'the list was not admitted');
+      return noStore(reply, handlers.list(scope.namespaces));
     },
   );
 

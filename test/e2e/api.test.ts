@@ -402,15 +402,27 @@ describe('reading Apps', () => {
     expect(names).toEqual(['abortme', 'calm', 'stale', 'web'].map((n) => `${ns}/${n}`));
   });
 
-  it('answers 403 without get or list, and cluster-wide for a namespaced Role', async () => {
+  it('answers 403 without get or list, and for a namespace asked for without list there', async () => {
     expect((await call('GET', `/api/v1/namespaces/${ns}/apps/web`, { token: tokens.promoter })).status).toBe(403);
     expect((await call('GET', `/api/v1/namespaces/${ns}/apps/web`, { token: tokens.nobody })).status).toBe(403);
     expect((await call('GET', `/api/v1/apps?namespace=${ns}`, { token: tokens.nobody })).status).toBe(403);
     expect((await call('GET', `/api/v1/apps?namespace=${other}`, { token: tokens.viewer })).status).toBe(403);
-    const all = await call('GET', '/api/v1/apps', { token: tokens.viewer });
-    expect(all.status).toBe(403);
-    expect(all.body.message).toContain('at the cluster scope');
     expect((await call('GET', `/api/v1/namespaces/${ns}/apps/web`)).status).toBe(401);
+  });
+
+  it('lists, without a namespace, the Apps of each namespace a namespaced Role lets the caller list, nothing of another', async () => {
+    const all = await call('GET', '/api/v1/apps', { token: tokens.viewer });
+    expect(all.status).toBe(200);
+    const names = (all.body.items as { metadata: { namespace: string; name: string } }[]).map(
+      (i) => `${i.metadata.namespace}/${i.metadata.name}`,
+    );
+    expect(names).toEqual(['abortme', 'calm', 'stale', 'web'].map((n) => `${ns}/${n}`));
+    expect(JSON.stringify(all.body)).not.toContain(other);
+    // No list anywhere: nothing, and no namespace named.
+    expect(await call('GET', '/api/v1/apps', { token: tokens.nobody })).toMatchObject({
+      status: 200,
+      body: { items: [] },
+    });
   });
 });
 

@@ -114,10 +114,10 @@ describe('login', () => {
     expect(who).toMatchObject({ status: 200, body: { user: { username: userOf(ns, 'reader') }, via: 'session' } });
     const apps = await call(a, 'GET', `/api/v1/apps?namespace=${ns}`, { cookie: res.cookie ?? '' });
     expect(apps).toMatchObject({ status: 200, body: { items: [] } });
-    // The session's user, not the operator: its Role allows nothing cluster-wide.
+    // The session's user, not the operator: its Role allows nothing cluster-wide, so a list of
+    // every namespace answers those it may list (ns, with no App yet).
     const everywhere = await call(a, 'GET', '/api/v1/apps', { cookie: res.cookie ?? '' });
-    expect(everywhere).toMatchObject({ status: 403, body: { error: 'Forbidden' } });
-    expect(String(everywhere.body?.message)).toContain(userOf(ns, 'reader'));
+    expect(everywhere).toMatchObject({ status: 200, body: { items: [] } });
   });
 
   it('with a garbage token: 401 and no cookie; without a token or cookie, the API answers 401', async () => {

@@ -132,11 +132,48 @@ describe('ApiGuard', () => {
   it('authenticates before reading the list query: a stranger gets 401, ann 400 for a namespace given twice', async () => {
     const g = guard(() => true);
     const twice = { namespace: ['a', 'b'] };
-    await expect(g.guard.list(g.as('Bearer other'), twice, g.log)).rejects.toMatchObject({ status: 401 });
-    await expect(g.guard.list(g.as('Bearer ann-token'), twice, g.log)).rejects.toMatchObject({ status: 400 });
+    const none = () => [];
+    await expect(g.guard.list(g.as('Bearer other'), twice, none, g.log)).rejects.toMatchObject({ status: 401 });
+    await expect(g.guard.list(g.as('Bearer ann-token'), twice, none, g.log)).rejects.toMatchObject({ status: 400 });
     expect(g.calls).toEqual(['authenticate', 'authenticate']);
-    await expect(g.guard.list(g.as('Bearer ann-token'), { namespace: 'team' }, g.log)).resolves.toEqual(ann);
+    await expect(g.guard.list(g.as('Bearer ann-token'), { namespace: 'team' }, none, g.log)).resolves.toEqual({
+      user: ann,
+      namespaces: ['team'],
+    });
     expect(g.calls.at(-1)).toBe('authorize ann {"verb":"list","namespace":"team"}');
+  });
+
+  it('lists without a namespace: all for a cluster-wide right, else only the namespaces ann may list', async () => {
+    const everywhere = guard(() => true);
+    const candidates = () => ['team', 'other', 'shop'];
+    await expect(
+      everywhere.guard.list(everywhere.as('Bearer ann-token'), {}, candidates, everywhere.log),
+    ).resolves.toEqual({ user: ann, namespaces: 'all' });
+    expect(everywhere.calls).toEqual(['authenticate', 'authorize ann {"verb":"list"}']);
+
+    const some = guard((request) => request.namespace === 'team' || request.namespace === 'shop');
+    await expect(some.guard.list(some.as('Bearer ann-token'), {}, candidates, some.log)).resolves.toEqual({
+      user: ann,
+      namespaces: ['team', 'shop'],
+    });
+    expect(some.calls.slice(2).sort()).toEqual(
+      ['other', 'shop', 'team'].map((ns) => `authorize ann {"verb":"list","namespace":"${ns}"}`),
+    );
+    const nowhere = guard(() => false);
+    await expect(nowhere.guard.list(nowhere.as('Bearer ann-token'), {}, candidates, nowhere.log)).resolves.toEqual({
+      user: ann,
+      namespaces: [],
+    });
+  });
+
+  it('fails a list whose access review fails (503), rather than leaving namespaces out', async () => {
+    const g = guard((request) => {
+      if (request.namespace === 'other') throw new ApiError(503, 'the access review failed: timeout');
+      return false;
+    });
+    await expect(g.guard.list(g.as('Bearer ann-token'), {}, () => ['team', 'other'], g.log)).rejects.toMatchObject({
+      status: 503,
+    });
   });
 
   it('logs a 403 with the user and what was asked, never the token', async () => {

@@ -210,11 +210,13 @@ describe('ApiHandlers, without fastify', () => {
 
   it('lists, gets and refuses as the routes do: 404 for no such App, 503 before the cache syncs', () => {
     const { h } = handlers([cached('Inconclusive')]);
-    expect(h.list(undefined).items.map((a) => a.metadata.name)).toEqual(['web']);
-    expect(h.list('other').items).toEqual([]);
+    expect(h.list('all').items.map((a) => a.metadata.name)).toEqual(['web']);
+    expect(h.list(['ns']).items.map((a) => a.metadata.name)).toEqual(['web']);
+    expect(h.list(['other']).items).toEqual([]);
+    expect(h.namespaces()).toEqual(['ns']);
     expect(h.get('ns', 'web').analysis).toEqual({ prePromotion: run('Inconclusive') });
     expect(() => h.get('ns', 'nope')).toThrow(new ApiError(404, 'App ns/nope not found'));
-    expect(() => handlers([], false).h.list(undefined)).toThrow(ApiError);
+    expect(() => handlers([], false).h.list('all')).toThrow(ApiError);
   });
 
   it('records an intent bound to the App uid, and writes nothing for a refused one', async () => {
