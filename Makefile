@@ -25,9 +25,17 @@ build-tools: ## Debian packages of real image builds and of the traffic tests' k
 	bash test/cluster/install-build-packages.sh
 	bash test/cluster/build-toolchain.sh >/dev/null
 
+.PHONY: browser
+browser: ## Debian's chromium-headless-shell, the browser of the dashboard's tests (root, when missing)
+	bash test/cluster/install-browser.sh
+
 .PHONY: bundle
-bundle: deps ## The operator as one file, as the image runs it: dist/teal.js (scripts/bundle.ts)
+bundle: deps ## The operator as one file, as the image runs it: dist/teal.js, and the dashboard's files in dist/ui (scripts/bundle.ts)
 	npm run -s bundle
+
+.PHONY: ui
+ui: deps ## The dashboard's files only, into dist/ui (scripts/bundle-ui.ts), which the operator serves under /
+	npm run -s bundle:ui
 
 .PHONY: manifests
 manifests: deps ## Generate the CRD (config/crd, charts/teal/crds) and the chart values schema from zod
@@ -39,7 +47,7 @@ lint: deps ## Lint, format check and typecheck
 	npm run -s typecheck
 
 .PHONY: test
-test: deps binaries build-tools lint ## Run the whole test suite on a local control plane (real image builds included)
+test: deps binaries build-tools browser lint ## Run the whole test suite on a local control plane (real image builds and a real browser included)
 	npm test
 
 .PHONY: test-loaded
@@ -58,7 +66,7 @@ bench: deps binaries bundle ## Teal (as the image runs it: a fresh dist/teal.js)
 REAL_BUILDS ?=
 
 .PHONY: dev
-dev: deps binaries ## Local control plane + operator + the weather-app example as a local git repo (Ctrl-C stops it); REAL_BUILDS=1 builds for real
+dev: deps binaries ui ## Local control plane + operator (and its dashboard) + the weather-app example as a local git repo (Ctrl-C stops it); REAL_BUILDS=1 builds for real
 	npm run -s cluster -- up $(if $(filter-out 0 no false,$(REAL_BUILDS)),--real-builds)
 
 .PHONY: run

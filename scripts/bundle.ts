@@ -7,7 +7,8 @@
 // @kubernetes/client-node's barrel, and is one dev dependency with no plugins
 // to configure. Beside the bundles: their source maps (no sources inside: stack
 // traces need only the mappings), the licenses of every package bundled, and
-// the metafile that says what went in.
+// the metafile that says what went in; and the dashboard's files in dist/ui
+// (scripts/bundle-ui.ts).
 //
 //   node scripts/bundle.ts [--outdir dist]
 import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -15,6 +16,7 @@ import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { build, type Metafile } from 'esbuild';
+import { bundleUi, UI_JS_BUDGET_GZIP } from './bundle-ui.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const { values } = parseArgs({ options: { outdir: { type: 'string', default: 'dist' } } });
@@ -63,6 +65,11 @@ writeFileSync(join(outdir, 'teal.meta.json'), JSON.stringify(result.metafile));
 for (const output of outputs) escapeNonAscii(output);
 appendLicenses(bundledPackages(result.metafile));
 for (const output of outputs) printSummary(result.metafile, output);
+// The dashboard's files, in ui/ beside teal.js, where the operator looks for them (src/main.ts).
+const ui = await bundleUi(join(outdir, 'ui'));
+console.log(
+  `wrote ${ui.outdir}: app.js ${(ui.jsGzipBytes / 1024).toFixed(1)} KiB gzipped (budget ${UI_JS_BUDGET_GZIP / 1024})`,
+);
 
 /**
  * esbuild's ascii charset leaves regular expression literals as they are, and

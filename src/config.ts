@@ -52,6 +52,7 @@ const ConfigFields = z.strictObject({
   tlsCertFile: z.string().optional(),
   tlsKeyFile: z.string().optional(),
   sessionKeyFile: z.string().optional().describe('Seals the session cookies; replicas sharing it share sessions.'),
+  dashboardDir: z.string().optional().describe("The dashboard's built files; by default the ui folder of the bundle."),
   sessionReviewIntervalMs: durationFlag('1s')
     .pipe(z.int().max(5 * 60_000, 'must be at most 5m'))
     .describe("How often a session's token is reviewed again."),
@@ -116,6 +117,8 @@ export const USAGE = `teal: the Teal operator
                                     give every replica the same one so a session holds on each (default: a random
                                     key per process: sessions hold on one replica until it restarts; docs/dashboard.md)
   --session-review-interval 5m      a session's token is reviewed again this often; at most 5m (default: 5m)
+  --dashboard-dir PATH              the dashboard's built files, served under / (default: ui/ beside dist/teal.js,
+                                    or dist/ui/ of the repository when run from source; npm run bundle makes them)
   --log-level LEVEL                 trace|debug|info|warn|error (default: info)
   --allow-file-git                  accept file:// git URLs (local development only)
   --buildkit-image IMAGE            build image for engine buildkit (default: ${DEFAULT_BUILD_IMAGES.buildkit})
@@ -181,6 +184,7 @@ function readFlags(argv: readonly string[], env: NodeJS.ProcessEnv) {
       'tls-key-file': { type: 'string' },
       'session-key-file': { type: 'string' },
       'session-review-interval': { type: 'string', default: '5m' },
+      'dashboard-dir': { type: 'string' },
       'buildkit-image': { type: 'string', default: DEFAULT_BUILD_IMAGES.buildkit },
       'kaniko-image': { type: 'string', default: DEFAULT_BUILD_IMAGES.kaniko },
       'default-registry': { type: 'string' },
@@ -221,6 +225,7 @@ function toConfigInput(values: Flags, env: NodeJS.ProcessEnv) {
     tlsKeyFile: values['tls-key-file'],
     sessionKeyFile: values['session-key-file'],
     sessionReviewIntervalMs: values['session-review-interval'],
+    dashboardDir: values['dashboard-dir'],
     buildkitImage: values['buildkit-image'],
     kanikoImage: values['kaniko-image'],
     defaultRegistry: values['default-registry'],

@@ -2,8 +2,10 @@
 // runnables in the order the manager starts them, then start. A SIGTERM stops
 // them gracefully; a lost lease ends the process at once (src/manager.ts).
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import type { DashboardFiles } from './api/dashboard.ts';
 import { type Config, readCommandLine } from './config.ts';
 import { type LeadershipCallbacks, Manager, type Runnable } from './manager.ts';
 import { watchStop } from './stop-watchdog.ts';
@@ -173,6 +175,7 @@ async function httpServer(
   const { Writer } = await import('./controller/apply.ts');
   const { default: helmet } = await import('@fastify/helmet');
   const { securityHeaderOptions } = await import('./api/headers.ts');
+  const { dashboardPlugin } = await import('./api/dashboard.ts');
   const tls = Boolean(config.tlsCertFile && config.tlsKeyFile);
   const https =
     config.tlsCertFile && config.tlsKeyFile
@@ -200,6 +203,8 @@ async function httpServer(
     sessionReviewIntervalMs: config.sessionReviewIntervalMs,
     onLogin: (result) => metrics.logins.inc({ result }),
   });
+  const dashboard = await dashboardFiles(p);
+  if (dashboard) await server.register(dashboardPlugin, { files: dashboard });
   const writer = new Writer(kubeConfig);
   await server.register(webhooksPlugin, {
     candidates: webhookCandidateFinder(kubeConfig, () => apps.caches.apps.list()),
@@ -220,6 +225,26 @@ async function httpServer(
     start: async () => void (await server.listen({ host, port: Number(port) })),
     stop: () => server.close(),
   };
+}
+
+/**
+ * The dashboard's files under /: --dashboard-dir's, or ui/ beside the bundle (dist/ui, which
+ * npm run bundle makes; from source, the repository's dist/ui). Without them the operator
+ * runs as before, and says so.
+ */
+async function dashboardFiles({ config, log }: Wiring): Promise<DashboardFiles | undefined> {
+  const { readDashboardFiles } = await import('./api/dashboard.ts');
+  const fromSource = import.meta.url.endsWith('.ts');
+  const dir = config.dashboardDir ?? fileURLToPath(new URL(fromSource ? '../dist/ui/' : './ui/', import.meta.url));
+  try {
+    const files = readDashboardFiles(dir);
+    log.info({ dir }, 'dashboard: served under /');
+    return files;
+  } catch (err) {
+    if (config.dashboardDir !== undefined) throw new Error(`--dashboard-dir: ${(err as Error).message}`);
+    log.info({ dir }, 'dashboard: not built (npm run bundle:ui makes it), / is not served');
+    return undefined;
+  }
 }
 
 /** The key that seals session cookies: --session-key-file's, shared by the replicas, or one of this process. */

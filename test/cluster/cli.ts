@@ -147,12 +147,15 @@ async function setUp(
   const notificationsLog = join(demoDir, 'notifications.log');
   await startNotificationReceiver(cluster, host ? REAL_NAMESPACE : 'default', notificationsLog, onStop);
   await kubectlApply(cluster, host ? realBuildApp(demo.manifest, host.registry) : demo.manifest);
+  const appNamespace = host ? REAL_NAMESPACE : 'default';
+  await kubectlApply(cluster, dashboardUser(appNamespace));
   printWhatToTry({
     cluster,
     demo,
     logPath,
     notificationsLog,
     started,
+    appNamespace,
     real: host && site && { registry: host.registry, runnerLog, repositoryUrl: site.repositoryUrl },
   });
 }
@@ -192,6 +195,21 @@ function deliveryLine(d: Delivery): string {
   return `${new Date().toISOString()} ${d.trigger.padEnd(13)} ${app?.namespace}/${app?.name} revision ${revision}${by} delivery ${d.id} signature verified: ${d.verified ? 'yes' : 'no'}`;
 }
 
+/** The ServiceAccount whose token logs in to the dashboard: teal-promoter (config/rbac/roles.yaml) in the App's namespace. */
+const DASHBOARD_USER = 'developer';
+
+function dashboardUser(namespace: string): string {
+  const account = { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: DASHBOARD_USER, namespace } };
+  const binding = {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: `${DASHBOARD_USER}-teal-promoter`, namespace },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'teal-promoter' },
+    subjects: [{ kind: 'ServiceAccount', name: DASHBOARD_USER, namespace }],
+  };
+  return [account, binding].map((o) => JSON.stringify(o)).join('\n---\n');
+}
+
 /** The operator from source, its logs to a file so that what to try stays on screen; resolves once ready. */
 async function startOperator(cluster: Cluster, demo: Demo, logPath: string, fileGit: boolean): Promise<void> {
   const logFile = openSync(logPath, 'w');
@@ -224,10 +242,11 @@ interface WhatToTry {
   logPath: string;
   notificationsLog: string;
   started: number;
+  appNamespace: string;
   real: { registry: Registry; runnerLog: string; repositoryUrl: string } | undefined;
 }
 
-function printWhatToTry({ cluster, demo, logPath, notificationsLog, started, real }: WhatToTry): void {
+function printWhatToTry({ cluster, demo, logPath, notificationsLog, started, appNamespace, real }: WhatToTry): void {
   const change = demo.reused
     ? `echo "# $(date)" >> app.py && git commit -qam "Another change"`
     : `sed -i 's/clear sky/light rain/' sample_data.json && git commit -qam "Seoul: light rain"`;
@@ -258,6 +277,10 @@ In another shell:
   kubectl teal promote weather              # the weather Service switches to revision 2 (refused until the check passed)
   kubectl teal undo weather                 # and back to revision 1, its ReplicaSet reused
   kubectl teal status weather
+
+The dashboard (docs/dashboard.md): open http://${HTTP_ADDR}/ and log in with the token this prints
+(the ServiceAccount ${DASHBOARD_USER}, teal-promoter in ${appNamespace}; the token is valid for an hour):
+  kubectl create token ${DASHBOARD_USER} -n ${appNamespace}
 
 examples/weather-app/README.md walks through abort, retry and the rest; docs/analysis.md explains the checks.
 Ctrl-C stops the operator${real ? ', the build runner, the registry' : ''} and the cluster, and removes them (the clone stays, for next time).`);

@@ -23,6 +23,10 @@ import { describe, expect, it } from 'vitest';
  *   and the HTTP API beside it, which reads the same caches through app and
  *   kube but not the controller (the dashboard will stand here too).
  * - main (src/*.ts, the operator process) and cli (kubectl teal): entry points.
+ * - ui: the dashboard's browser code (issue #25), bundled apart from the
+ *   operator (scripts/bundle-ui.ts). It speaks to the operator over HTTP only,
+ *   so of the rest it may import app, the shared vocabulary, and nothing else
+ *   (ONLY_FROM); nothing imports it.
  */
 const RANKS: Readonly<Record<string, number>> = {
   app: 0,
@@ -36,7 +40,11 @@ const RANKS: Readonly<Record<string, number>> = {
   api: 5,
   main: 6,
   cli: 6,
+  ui: 7,
 };
+
+/** Rooms that may import only these other rooms, whatever their rank allows. */
+const ONLY_FROM: Readonly<Record<string, readonly string[]>> = { ui: ['app'] };
 
 interface Edge {
   from: string;
@@ -66,7 +74,7 @@ function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) return sourceFiles(path);
-    return entry.name.endsWith('.ts') ? [relative(ROOT, path)] : [];
+    return /\.tsx?$/.test(entry.name) ? [relative(ROOT, path)] : [];
   });
 }
 
@@ -85,6 +93,8 @@ function upward(edges: readonly Edge[], ranks: Readonly<Record<string, number>> 
   return edges.flatMap(({ from, to }) => {
     const [a, b] = [roomOf(from), roomOf(to)];
     if (a === b) return [];
+    const only = ONLY_FROM[a];
+    if (only && !only.includes(b)) return [`${from} -> ${to} (${a} imports only ${only.join(', ')})`];
     const [ra, rb] = [ranks[a], ranks[b]];
     if (ra !== undefined && rb !== undefined && rb < ra) return [];
     return [`${from} -> ${to} (${a} ${ra ?? 'unranked'} -> ${b} ${rb ?? 'unranked'})`];
@@ -132,6 +142,7 @@ describe('the rooms of src/', () => {
   it('reads the imports of the real source', () => {
     expect(graph.length).toBeGreaterThan(100);
     expect(graph).toContainEqual({ from: 'src/controller/executor.ts', to: 'src/app/labels.ts' });
+    expect(graph).toContainEqual({ from: 'src/ui/main.tsx', to: 'src/app/dashboard-pages.ts' });
   });
 
   it('import only their own room and rooms ranked below it', () => {
@@ -164,12 +175,15 @@ describe('the rooms check', () => {
       { from: 'src/rollout/plan.ts', to: 'src/somewhere/new.ts' },
       { from: 'src/controller/reconciler.ts', to: 'src/rollout/planner.ts' },
       { from: 'src/main.ts', to: 'src/config.ts' },
+      { from: 'src/ui/main.tsx', to: 'src/app/dashboard-pages.ts' },
+      { from: 'src/ui/api.ts', to: 'src/api/session.ts' },
     ];
     expect(upward(edges)).toEqual([
       'src/kube/informer.ts -> src/app/schema.ts (kube 0 -> app 0)',
       'src/build/job.ts -> src/rollout/labels.ts (build 2 -> rollout 3)',
       'src/api/actions.ts -> src/controller/cache.ts (api 5 -> controller 5)',
       'src/rollout/plan.ts -> src/somewhere/new.ts (rollout 3 -> somewhere unranked)',
+      'src/ui/api.ts -> src/api/session.ts (ui imports only app)',
     ]);
   });
 

@@ -1,0 +1,70 @@
+// The dashboard's calls to the operator's own API, same origin: the session
+// cookie (HttpOnly, SameSite=Strict) goes with them by itself and no script
+// ever holds it. A state-changing call sends JSON, which the CSRF rule
+// (src/api/csrf.ts) asks of a request carrying the cookie; the browser adds
+// Origin and Sec-Fetch-Site.
+import type { AppViewLike } from './rows.ts';
+
+export interface User {
+  username: string;
+  groups?: string[];
+}
+
+/** An answer that was not the one hoped for: its status and the API's message. */
+export class ApiFailure extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+async function call(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<unknown> {
+  const response = await fetch(path, {
+    method,
+    credentials: 'same-origin',
+    headers: { accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await response.text();
+  let parsed: unknown;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  if (!response.ok) {
+    const message = (parsed as { message?: unknown } | undefined)?.message;
+    throw new ApiFailure(
+      response.status,
+      typeof message === 'string' ? message : `${response.status} ${response.statusText}`,
+    );
+  }
+  return parsed;
+}
+
+const userOf = (body: unknown): User => (body as { user: User }).user;
+
+/** Who is logged in, or undefined without a session. */
+export async function currentUser(): Promise<User | undefined> {
+  try {
+    return userOf(await call('GET', '/api/v1/session'));
+  } catch (err) {
+    if (err instanceof ApiFailure && err.status === 401) return undefined;
+    throw err;
+  }
+}
+
+/** Logs in with a bearer token: the token goes in the body, never in a URL. */
+export async function login(token: string): Promise<User> {
+  return userOf(await call('POST', '/api/v1/session', { token }));
+}
+
+export async function logout(): Promise<void> {
+  await call('DELETE', '/api/v1/session', {});
+}
+
+/** Every App the user may see: those of each namespace they may list. */
+export async function listApps(): Promise<AppViewLike[]> {
+  return ((await call('GET', '/api/v1/apps')) as { items: AppViewLike[] }).items;
+}

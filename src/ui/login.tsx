@@ -1,0 +1,65 @@
+// The login page: a bearer token pasted, sent once to POST /api/v1/session,
+// which answers with a sealed HttpOnly cookie. The token is not kept: not in
+// storage, not in the URL.
+import { useSignal } from '@preact/signals';
+import { useEffect } from 'preact/hooks';
+import { useLocation } from 'preact-iso/router';
+import { login } from './api.ts';
+import { user } from './session.ts';
+
+/** Where to go after login: a page of this dashboard only, never another origin. */
+const nextOf = (next: string | undefined) => (next?.startsWith('/') && !next.startsWith('//') ? next : '/apps');
+
+export function LoginPage() {
+  const { route, query } = useLocation();
+  const error = useSignal<string | undefined>(undefined);
+  const busy = useSignal(false);
+  const next = nextOf(query.next);
+  useEffect(() => {
+    if (user.value) route(next, true);
+  }, [next, route]);
+
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const form = event.currentTarget as HTMLFormElement;
+    const field = form.elements.namedItem('token') as HTMLTextAreaElement;
+    const token = field.value.trim();
+    if (token === '') {
+      error.value = 'Paste a token first.';
+      return;
+    }
+    busy.value = true;
+    error.value = undefined;
+    try {
+      user.value = await login(token);
+      field.value = '';
+      route(next);
+    } catch (err) {
+      error.value = (err as Error).message;
+    } finally {
+      busy.value = false;
+    }
+  };
+
+  return (
+    <main class="login">
+      <h1>Teal</h1>
+      <form onSubmit={submit} aria-describedby="login-help">
+        <label for="token">Bearer token</label>
+        <textarea id="token" name="token" rows={4} spellcheck={false} autocomplete="off" required />
+        <p id="login-help" class="help">
+          A token the cluster's API server accepts: a ServiceAccount's (<code>kubectl create token NAME</code>), a cloud
+          provider's, or your OIDC kubeconfig's. What you may see and do is what Kubernetes RBAC allows you.
+        </p>
+        {error.value ? (
+          <p role="alert" class="error" data-testid="login-error">
+            {error.value}
+          </p>
+        ) : null}
+        <button type="submit" disabled={busy.value}>
+          Log in
+        </button>
+      </form>
+    </main>
+  );
+}

@@ -1,0 +1,98 @@
+// The dashboard (issue #25): Preact with signals and preact-iso's router, every
+// view at its own URL. Text is always rendered by Preact, which escapes it:
+// this code never sets HTML.
+import { render } from 'preact';
+import { useEffect } from 'preact/hooks';
+import { LocationProvider, Route, Router, useLocation } from 'preact-iso/router';
+import { DASHBOARD_PAGES as PAGES } from '../app/dashboard-pages.ts';
+import { logout } from './api.ts';
+import { AppsPage } from './apps.tsx';
+import { LoginPage } from './login.tsx';
+import { loadSession, sessionError, user } from './session.ts';
+import './app.css';
+
+/** A page that needs a session: sends to the login page without one, coming back here after it. */
+function Authenticated({ children }: { children: preact.ComponentChildren }) {
+  const { route, url } = useLocation();
+  const who = user.value;
+  useEffect(() => {
+    if (who === null) route(`/login?next=${encodeURIComponent(url)}`, true);
+  }, [who, url, route]);
+  if (!who) return null;
+  return (
+    <>
+      <header class="bar">
+        <a class="brand" href="/apps">
+          Teal
+        </a>
+        <span class="who">
+          Logged in as <strong data-testid="username">{who.username}</strong>
+        </span>
+        <button
+          type="button"
+          onClick={async () => {
+            await logout();
+            user.value = null;
+            route('/login');
+          }}
+        >
+          Log out
+        </button>
+      </header>
+      <main>{children}</main>
+    </>
+  );
+}
+
+function Home() {
+  const { route } = useLocation();
+  useEffect(() => route('/apps', true), [route]);
+  return null;
+}
+
+function NotFound() {
+  return (
+    <main>
+      <h1>Not found</h1>
+      <p>
+        No page here. <a href="/apps">All Apps</a>
+      </p>
+    </main>
+  );
+}
+
+function Apps() {
+  return (
+    <Authenticated>
+      <AppsPage />
+    </Authenticated>
+  );
+}
+
+function Dashboard() {
+  if (sessionError.value) {
+    return (
+      <main>
+        <h1>Teal</h1>
+        <p role="alert">The operator did not answer: {sessionError.value}</p>
+      </main>
+    );
+  }
+  if (user.value === undefined) return null;
+  return (
+    <LocationProvider>
+      <Router>
+        <Route path={PAGES.home} component={Home} />
+        <Route path={PAGES.login} component={LoginPage} />
+        <Route path={PAGES.apps} component={Apps} />
+        <Route default component={NotFound} />
+      </Router>
+    </LocationProvider>
+  );
+}
+
+const root = document.getElementById('app');
+if (root) {
+  render(<Dashboard />, root);
+  void loadSession();
+}

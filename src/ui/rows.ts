@@ -1,0 +1,101 @@
+// The Apps list's rows and what the URL says of them: pure functions, so the
+// table, its filters and its sort are tested without a browser
+// (test/unit/ui-rows.test.ts) and the URL stays the one source of a view.
+import type { Phase } from '../app/schema.ts';
+
+/** One App as GET /api/v1/apps shows it: only what the list reads, each part possibly missing. */
+export interface AppViewLike {
+  metadata: { namespace: string; name: string };
+  status?: { phase?: Phase | string; message?: string };
+  revisions?: { active?: { revision?: number }; preview?: { revision?: number } };
+}
+
+/** One line of the table. */
+export interface Row {
+  key: string;
+  namespace: string;
+  name: string;
+  phase: string;
+  active: number | undefined;
+  preview: number | undefined;
+  message: string;
+}
+
+export const COLUMNS = ['namespace', 'name', 'phase', 'active', 'preview', 'message'] as const;
+export type Column = (typeof COLUMNS)[number];
+
+/** What a view of the list shows: its filters and its order, all in the URL (/apps?ns=..&phase=..&q=..&sort=..&dir=..). */
+export interface ListView {
+  ns: string;
+  phase: string;
+  q: string;
+  sort: Column;
+  dir: 'asc' | 'desc';
+}
+
+export const DEFAULT_VIEW: ListView = { ns: '', phase: '', q: '', sort: 'namespace', dir: 'asc' };
+
+const revisionOf = (r: { revision?: unknown } | undefined): number | undefined =>
+  typeof r?.revision === 'number' ? r.revision : undefined;
+
+export function rowOf(app: AppViewLike): Row {
+  const { namespace, name } = app.metadata;
+  return {
+    key: `${namespace}/${name}`,
+    namespace,
+    name,
+    phase: typeof app.status?.phase === 'string' ? app.status.phase : '',
+    active: revisionOf(app.revisions?.active),
+    preview: revisionOf(app.revisions?.preview),
+    message: typeof app.status?.message === 'string' ? app.status.message : '',
+  };
+}
+
+/** The view a URL's query names; what it does not name, or names wrongly, is the default. */
+export function viewOf(query: Record<string, string | undefined>): ListView {
+  const sort = (COLUMNS as readonly string[]).includes(query.sort ?? '') ? (query.sort as Column) : DEFAULT_VIEW.sort;
+  return {
+    ns: query.ns ?? '',
+    phase: query.phase ?? '',
+    q: query.q ?? '',
+    sort,
+    dir: query.dir === 'desc' ? 'desc' : 'asc',
+  };
+}
+
+/** The URL of a view: only what differs from the default, so the plain list is /apps. */
+export function urlOf(view: ListView): string {
+  const params = new URLSearchParams();
+  for (const key of ['ns', 'phase', 'q', 'sort', 'dir'] as const) {
+    if (view[key] !== DEFAULT_VIEW[key]) params.set(key, view[key]);
+  }
+  const query = params.toString();
+  return query ? `/apps?${query}` : '/apps';
+}
+
+/** The rows the view shows, in its order: filtered by namespace, phase and text (any column, case-insensitive). */
+export function visibleRows(rows: readonly Row[], view: ListView): Row[] {
+  const text = view.q.trim().toLowerCase();
+  const shown = rows.filter(
+    (r) =>
+      (view.ns === '' || r.namespace === view.ns) &&
+      (view.phase === '' || r.phase === view.phase) &&
+      (text === '' ||
+        [r.namespace, r.name, r.phase, r.message, String(r.active ?? ''), String(r.preview ?? '')].some((s) =>
+          s.toLowerCase().includes(text),
+        )),
+  );
+  const sign = view.dir === 'asc' ? 1 : -1;
+  return shown.sort((a, b) => sign * compare(a[view.sort], b[view.sort]) || a.key.localeCompare(b.key));
+}
+
+/** Numbers in order, text by locale; a missing revision sorts as empty text, before the others. */
+function compare(a: string | number | undefined, b: string | number | undefined): number {
+  if (typeof a === 'number' && typeof b === 'number') return a - b;
+  return String(a ?? '').localeCompare(String(b ?? ''));
+}
+
+/** The distinct values of a column, sorted: the choices of a filter. */
+export function choices(rows: readonly Row[], column: 'namespace' | 'phase'): string[] {
+  return [...new Set(rows.map((r) => r[column]).filter((v) => v !== ''))].sort();
+}
