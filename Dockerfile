@@ -6,7 +6,7 @@ WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
-COPY scripts/bundle.ts scripts/bundle-ui.ts ./scripts/
+COPY scripts/bundle.ts scripts/bundle-ui.ts scripts/bundled-packages.ts ./scripts/
 COPY src ./src
 RUN npm run bundle
 
@@ -20,8 +20,9 @@ WORKDIR /app
 # worker thread that judges checks' conditions; teal.js finds it beside itself.
 COPY --from=build /src/dist/teal.js /src/dist/teal.js.map /src/dist/teal.js.LEGAL.txt \
      /src/dist/condition-worker.js /src/dist/condition-worker.js.map ./dist/
-# The dashboard's files (index.html, app.js, app.css), which teal.js finds in ui/ beside itself.
-COPY --from=build /src/dist/ui/index.html /src/dist/ui/app.js /src/dist/ui/app.css ./dist/ui/
+# The dashboard's files (index.html, app.js, app.css), which teal.js finds in ui/ beside itself,
+# and the licenses of the packages app.js holds.
+COPY --from=build /src/dist/ui/index.html /src/dist/ui/app.js /src/dist/ui/app.css /src/dist/ui/app.js.LEGAL.txt ./dist/ui/
 USER 1000:1000
 # Flags for a controller's heap, measured at 1,000 Apps converging (docs/memory.md):
 # a small young generation and GC on the main thread keep the peak near the steady

@@ -11,12 +11,13 @@
 // (scripts/bundle-ui.ts).
 //
 //   node scripts/bundle.ts [--outdir dist]
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { build, type Metafile } from 'esbuild';
 import { bundleUi, UI_JS_BUDGET_GZIP } from './bundle-ui.ts';
+import { type BundledPackage, bundledPackages, licenseSection, MODULES, packageDir } from './bundled-packages.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const { values } = parseArgs({ options: { outdir: { type: 'string', default: 'dist' } } });
@@ -30,16 +31,6 @@ const outputs = Object.keys(ENTRIES).map((name) => join(outdir, `${name}.js`));
 // bundle has no require, so it gets one.
 const REQUIRE_SHIM =
   "import { createRequire as __tealRequire } from 'node:module'; const require = __tealRequire(import.meta.url);";
-
-const MODULES = 'node_modules/';
-
-/** One package that went into the bundle, and the license text it ships. */
-interface BundledPackage {
-  name: string;
-  version: string;
-  license: string;
-  text: string;
-}
 
 const result = await build({
   absWorkingDir: root,
@@ -63,7 +54,7 @@ const result = await build({
 });
 writeFileSync(join(outdir, 'teal.meta.json'), JSON.stringify(result.metafile));
 for (const output of outputs) escapeNonAscii(output);
-appendLicenses(bundledPackages(result.metafile));
+appendLicenses(bundledPackages(result.metafile, root));
 for (const output of outputs) printSummary(result.metafile, output);
 // The dashboard's files, in ui/ beside teal.js, where the operator looks for them (src/main.ts).
 const ui = await bundleUi(join(outdir, 'ui'));
@@ -84,36 +75,6 @@ function escapeNonAscii(file: string): void {
   if (escaped !== code) writeFileSync(file, escaped);
 }
 
-/** The packages whose files the bundle holds, from the metafile's inputs. */
-function bundledPackages(meta: Metafile): BundledPackage[] {
-  const dirs = new Set<string>();
-  for (const input of Object.keys(meta.inputs)) {
-    const dir = packageDir(input);
-    if (dir) dirs.add(dir);
-  }
-  return [...dirs].map((dir) => readPackage(join(root, dir))).sort((a, b) => a.name.localeCompare(b.name));
-}
-
-/** node_modules/a/node_modules/@b/c/lib/x.js -> node_modules/a/node_modules/@b/c */
-function packageDir(input: string): string | undefined {
-  const at = input.lastIndexOf(MODULES);
-  if (at < 0) return undefined;
-  const parts = input.slice(at + MODULES.length).split('/');
-  const length = parts[0]?.startsWith('@') ? 2 : 1;
-  return input.slice(0, at + MODULES.length) + parts.slice(0, length).join('/');
-}
-
-function readPackage(dir: string): BundledPackage {
-  const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
-    name: string;
-    version: string;
-    license?: string;
-  };
-  const file = readdirSync(dir).find((f) => /^(licen[cs]e|copying)(\.|$)/i.test(f));
-  const text = file ? readFileSync(join(dir, file), 'utf8').trim() : '(no license file in the package)';
-  return { name: pkg.name, version: pkg.version, license: pkg.license ?? 'UNKNOWN', text };
-}
-
 /**
  * esbuild's extracted legal comments, followed by each bundled package's license file: one file
  * to ship, teal.js.LEGAL.txt, for both bundles (the worker's packages are a part of teal.js's).
@@ -121,7 +82,7 @@ function readPackage(dir: string): BundledPackage {
 function appendLicenses(packages: BundledPackage[]): void {
   const legal = `${outfile}.LEGAL.txt`;
   const comments = [...new Set(outputs.flatMap((output) => legalComments(`${output}.LEGAL.txt`)))].join('\n\n');
-  const sections = packages.map((p) => `== ${p.name}@${p.version} (${p.license})\n\n${p.text}\n`);
+  const sections = packages.map(licenseSection);
   const head = 'Third-party software bundled into teal.js, with its licenses.\n';
   const tail = comments ? `\n== Legal comments found in the bundled sources\n\n${comments}\n` : '';
   writeFileSync(legal, `${head}\n${sections.join('\n')}${tail}`);

@@ -16,11 +16,14 @@ describe('the dashboard bundle', () => {
     expect(UI_JS_BUDGET_GZIP).toBe(60 * 1024);
     expect(jsGzipBytes).toBeGreaterThan(1000);
     expect(jsGzipBytes).toBeLessThanOrEqual(UI_JS_BUDGET_GZIP);
-    expect(
-      readdirSync(outdir)
-        .filter((f) => !f.endsWith('.LEGAL.txt'))
-        .sort(),
-    ).toEqual([...UI_FILES].sort());
+    expect(readdirSync(outdir).sort()).toEqual([...UI_FILES, 'app.js.LEGAL.txt'].sort());
+  });
+
+  it('ships the license of each package app.js holds beside it', () => {
+    const legal = readFileSync(join(outdir, 'app.js.LEGAL.txt'), 'utf8');
+    for (const name of ['preact', '@preact/signals', '@preact/signals-core', 'preact-iso']) {
+      expect(legal).toMatch(new RegExp(`^== ${name}@[\\d.]+ \\(MIT\\)$`, 'm'));
+    }
   });
 
   it('loads only its own files: no inline script or style, no other origin, no web font', () => {
