@@ -37,6 +37,10 @@ bundle: deps ## The operator as one file, as the image runs it: dist/teal.js, an
 ui: deps ## The dashboard's files only, into dist/ui (scripts/bundle-ui.ts), which the operator serves under /
 	npm run -s bundle:ui
 
+.PHONY: cli
+cli: deps ## The kubectl plugin as bin/kubectl-teal runs it: dist/cli/kubectl-teal.js, bundled and split per command (docs/cli.md)
+	npm run -s bundle:cli
+
 .PHONY: manifests
 manifests: deps ## Generate the CRD (config/crd, charts/teal/crds) and the chart values schema from zod
 	npm run -s manifests
@@ -62,11 +66,18 @@ bench: deps binaries bundle ## Teal (as the image runs it: a fresh dist/teal.js)
 	bash test/cluster/build-argo.sh >/dev/null
 	npm run -s bench -- $(if $(APPS),--apps $(APPS))
 
+# make bench-cli RUNS=50: runs of each command (30 by default).
+RUNS ?=
+
+.PHONY: bench-cli
+bench-cli: deps binaries cli ## kubectl teal (bundle and sources) beside kubectl get, on one control plane: median and p90 of N runs, with the load (bench/cli.ts)
+	node_modules/.bin/node bench/cli.ts $(if $(RUNS),--runs $(RUNS))
+
 # make dev REAL_BUILDS=1: the weather app built for real (BuildKit rootless, a local registry; root only).
 REAL_BUILDS ?=
 
 .PHONY: dev
-dev: deps binaries ui ## Local control plane + operator (and its dashboard) + the weather-app example as a local git repo (Ctrl-C stops it); REAL_BUILDS=1 builds for real
+dev: deps binaries ui cli ## Local control plane + operator (and its dashboard) + the weather-app example as a local git repo (Ctrl-C stops it); REAL_BUILDS=1 builds for real
 	npm run -s cluster -- up $(if $(filter-out 0 no false,$(REAL_BUILDS)),--real-builds)
 
 .PHONY: run

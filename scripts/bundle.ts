@@ -11,13 +11,14 @@
 // (scripts/bundle-ui.ts).
 //
 //   node scripts/bundle.ts [--outdir dist]
-import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { statSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { build, type Metafile } from 'esbuild';
 import { bundleUi, UI_JS_BUDGET_GZIP } from './bundle-ui.ts';
 import { type BundledPackage, bundledPackages, licenseSection, MODULES, packageDir } from './bundled-packages.ts';
+import { escapeNonAscii, legalComments, NODE_BUNDLE } from './node-bundle.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const { values } = parseArgs({ options: { outdir: { type: 'string', default: 'dist' } } });
@@ -27,30 +28,11 @@ const outfile = join(outdir, 'teal.js');
 const ENTRIES = { teal: 'src/main.ts', 'condition-worker': 'src/analysis/condition-worker.ts' };
 const outputs = Object.keys(ENTRIES).map((name) => join(outdir, `${name}.js`));
 
-// Bundled CommonJS packages call require() for Node's own modules; an ESM
-// bundle has no require, so it gets one.
-const REQUIRE_SHIM =
-  "import { createRequire as __tealRequire } from 'node:module'; const require = __tealRequire(import.meta.url);";
-
 const result = await build({
   absWorkingDir: root,
   entryPoints: ENTRIES,
   outdir,
-  bundle: true,
-  platform: 'node',
-  target: 'node24',
-  format: 'esm',
-  // Whitespace and syntax only: identifiers keep their names, so a logged
-  // stack trace names the functions without a source map (which Node would
-  // hold parsed in the heap: docs/memory.md). Names cost about 1.6 MiB of source.
-  minifyWhitespace: true,
-  minifySyntax: true,
-  sourcemap: 'linked',
-  sourcesContent: false,
-  legalComments: 'external',
-  banner: { js: REQUIRE_SHIM },
-  metafile: true,
-  logLevel: 'warning',
+  ...NODE_BUNDLE,
 });
 writeFileSync(join(outdir, 'teal.meta.json'), JSON.stringify(result.metafile));
 for (const output of outputs) escapeNonAscii(output);
@@ -63,19 +45,6 @@ console.log(
 );
 
 /**
- * esbuild's ascii charset leaves regular expression literals as they are, and
- * one character past U+007F (cel-js's /µs/) makes V8 hold the whole bundle's
- * source as a two-byte string: 7.6 MiB instead of 3.8. An escape means the
- * same in a regular expression; only the source map's columns after it, on
- * that one line, shift.
- */
-function escapeNonAscii(file: string): void {
-  const code = readFileSync(file, 'utf8');
-  const escaped = code.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-  if (escaped !== code) writeFileSync(file, escaped);
-}
-
-/**
  * esbuild's extracted legal comments, followed by each bundled package's license file: one file
  * to ship, teal.js.LEGAL.txt, for both bundles (the worker's packages are a part of teal.js's).
  */
@@ -86,14 +55,6 @@ function appendLicenses(packages: BundledPackage[]): void {
   const head = 'Third-party software bundled into teal.js, with its licenses.\n';
   const tail = comments ? `\n== Legal comments found in the bundled sources\n\n${comments}\n` : '';
   writeFileSync(legal, `${head}\n${sections.join('\n')}${tail}`);
-}
-
-/** The comments esbuild extracted into one bundle's LEGAL file, which goes once they are read. */
-function legalComments(file: string): string[] {
-  if (!existsSync(file)) return [];
-  const text = readFileSync(file, 'utf8').trim();
-  rmSync(file);
-  return text ? [text] : [];
 }
 
 /** A bundle's size and what takes the most room in it, by package. */

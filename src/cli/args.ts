@@ -5,7 +5,10 @@ import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
 import { positiveInteger } from '../app/cluster-values.ts';
 import { type Action, type ActionArgs, type ArgName, allArgs, argsOf } from '../app/intents.ts';
 import { UsageError } from './errors.ts';
-import { FORMATS, type Format } from './output.ts';
+
+/** What -o prints: the data, not the text. formatData (output.ts) writes it. */
+export const FORMATS = ['json', 'yaml'] as const;
+export type Format = (typeof FORMATS)[number];
 
 interface Flag {
   type: 'string' | 'boolean';

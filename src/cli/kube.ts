@@ -24,7 +24,8 @@ import { LABEL_APP } from '../app/labels.ts';
 import { APP_API, APP_RESOURCE, type AppStatus } from '../app/schema.ts';
 import { readAppStatus } from '../app/status-reader.ts';
 import { apiStatusOf } from '../kube/errors.ts';
-import { CliError, explain, type Operation } from './errors.ts';
+import { CliError } from './errors.ts';
+import { explain, type Operation } from './explain.ts';
 
 /** An App as read from the API server: JSON, not parsed by the schema (no defaults added). */
 export interface AppObject {

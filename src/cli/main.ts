@@ -1,27 +1,26 @@
 // kubectl-teal: the kubectl plugin of Teal (`kubectl teal ...`). It works
 // with the user's kubeconfig, so the API server enforces their RBAC, and it
 // never touches workloads: actions are intents on the App (DESIGN §3.2, §3.5).
+//
+// Each command's module is imported only when it runs, so a command loads only
+// what it uses: `version` nothing of client-node, `list` not the action rules.
+// In the bundle (scripts/bundle-cli.ts) each import is a chunk of its own.
 import { ACTIONS } from '../app/intents.ts';
 import { type CommandSpec, commandHelp, type Flags, mainHelp, parse } from './args.ts';
-import { actionCommand } from './commands/actions.ts';
-import { get } from './commands/get.ts';
-import { list } from './commands/list.ts';
-import { logs } from './commands/logs.ts';
-import { setImage } from './commands/set-image.ts';
-import { status } from './commands/status.ts';
-import { version } from './commands/version.ts';
 import { CliError, EXIT, UsageError } from './errors.ts';
 
 type Run = (args: string[], flags: Flags) => Promise<number> | number;
 
-const RUN: Record<string, Run> = {
-  list,
-  get,
-  status,
-  logs,
-  set: setImage,
-  version,
-  ...Object.fromEntries(ACTIONS.map((a) => [a, actionCommand(a)])),
+const RUN: Record<string, () => Promise<Run>> = {
+  list: async () => (await import('./commands/list.ts')).list,
+  get: async () => (await import('./commands/get.ts')).get,
+  status: async () => (await import('./commands/status.ts')).status,
+  logs: async () => (await import('./commands/logs.ts')).logs,
+  set: async () => (await import('./commands/set-image.ts')).setImage,
+  version: async () => (await import('./commands/version.ts')).version,
+  ...Object.fromEntries(
+    ACTIONS.map((a) => [a, async (): Promise<Run> => (await import('./commands/actions.ts')).actionCommand(a)]),
+  ),
 };
 
 export async function main(argv: readonly string[]): Promise<number> {
@@ -33,8 +32,9 @@ export async function main(argv: readonly string[]): Promise<number> {
       return EXIT.ok;
     }
     command = parsed.command;
-    const run = RUN[command.name];
-    if (!run) throw new UsageError(`unknown command "${command.name}"`);
+    const load = RUN[command.name];
+    if (!load) throw new UsageError(`unknown command "${command.name}"`);
+    const run = await load();
     return await run(parsed.args, parsed.flags);
   } catch (err) {
     if (err instanceof UsageError) {

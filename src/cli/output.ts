@@ -1,9 +1,7 @@
 // Output helpers: kubectl-style tables and ages, -o json|yaml, and colour
 // only when writing to a terminal (and NO_COLOR is unset).
 import { stringify } from 'yaml';
-
-export const FORMATS = ['json', 'yaml'] as const;
-export type Format = (typeof FORMATS)[number];
+import type { Format } from './args.ts';
 
 /** Columns separated by three spaces, as kubectl prints them. */
 export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {

@@ -78,13 +78,12 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-/** Every import between files of src/, paths relative to the repository. */
+/** Every import between files of src/, paths relative to the repository (package.json, read for its version, is none). */
 function importGraph(): Edge[] {
   return sourceFiles(join(ROOT, 'src')).flatMap((from) =>
-    specifiers(readFileSync(join(ROOT, from), 'utf8')).map((spec) => ({
-      from,
-      to: relative(ROOT, resolve(ROOT, dirname(from), spec)),
-    })),
+    specifiers(readFileSync(join(ROOT, from), 'utf8'))
+      .map((spec) => ({ from, to: relative(ROOT, resolve(ROOT, dirname(from), spec)) }))
+      .filter(({ to }) => to.startsWith('src/')),
   );
 }
 

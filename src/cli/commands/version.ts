@@ -1,11 +1,9 @@
-// `kubectl teal version`: the version of this plugin, from package.json.
-import { readFileSync } from 'node:fs';
+// `kubectl teal version`: the version of this plugin, from package.json (which
+// the bundle carries inside it, as it runs without the repository).
+import pkg from '../../../package.json' with { type: 'json' };
 import { EXIT } from '../errors.ts';
 
 export function version(): number {
-  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {
-    version?: string;
-  };
-  process.stdout.write(`kubectl-teal v${pkg.version ?? 'unknown'} (node ${process.version})\n`);
+  process.stdout.write(`kubectl-teal v${pkg.version} (node ${process.version})\n`);
   return EXIT.ok;
 }

@@ -1,0 +1,92 @@
+// The plugin's bundle (scripts/bundle-cli.ts) loads per command only what the
+// command uses. Bundled afresh into a temporary folder, it is run with a module
+// hook (node --import) that records every file Node loads; the bundle's
+// metafile says which of its chunks hold @kubernetes/client-node.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import type { Metafile } from 'esbuild';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'teal-cli-bundle-'));
+const outdir = join(dir, 'cli');
+const hook = join(dir, 'trace-loads.mjs');
+
+// Synchronous hooks (Node 23.5+) see every module the main thread loads, bundle chunks included.
+const HOOK = `import { appendFileSync } from 'node:fs';
+import { registerHooks } from 'node:module';
+registerHooks({
+  load(url, context, next) {
+    if (url.startsWith('file:')) appendFileSync(process.env.TRACE_FILE, url + '\\n');
+    return next(url, context);
+  },
+});
+`;
+
+/** The files of the bundle a run of the plugin loaded, relative to its folder, and how it ended. */
+async function loaded(args: string[]): Promise<{ files: string[]; code: number; stdout: string }> {
+  const trace = join(dir, `trace-${args.join('-')}`);
+  writeFileSync(trace, '');
+  const env = { ...process.env, TRACE_FILE: trace, KUBECONFIG: join(dir, 'none'), HOME: dir };
+  let code = 0;
+  let stdout = '';
+  try {
+    ({ stdout } = await run(
+      process.execPath,
+      ['--import', pathToFileURL(hook).href, join(outdir, 'kubectl-teal.js'), ...args],
+      { env },
+    ));
+  } catch (err) {
+    code = (err as { code: number }).code;
+  }
+  const files = readFileSync(trace, 'utf8')
+    .split('\n')
+    .filter((url) => url.startsWith(pathToFileURL(outdir).href))
+    .map((url) => relative(outdir, fileURLToPath(url)));
+  return { files, code, stdout };
+}
+
+/** The bundle's chunks that hold code of a package, from the metafile. */
+function chunksOf(meta: Metafile, pkg: string): string[] {
+  return Object.entries(meta.outputs)
+    .filter(([, output]) => Object.keys(output.inputs).some((input) => input.includes(`node_modules/${pkg}/`)))
+    .map(([file]) => relative(outdir, join(root, file)));
+}
+
+let clientNode: string[];
+
+beforeAll(async () => {
+  await run(process.execPath, [join(root, 'scripts/bundle-cli.ts'), '--outdir', outdir], { cwd: root });
+  writeFileSync(hook, HOOK);
+  const meta = JSON.parse(readFileSync(join(outdir, 'kubectl-teal.meta.json'), 'utf8')) as Metafile;
+  clientNode = chunksOf(meta, '@kubernetes/client-node');
+});
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('the bundled kubectl plugin', () => {
+  it('puts client-node in chunks of its own, apart from the entry', () => {
+    expect(clientNode.length).toBeGreaterThan(0);
+    expect(clientNode).not.toContain('kubectl-teal.js');
+  });
+
+  it('runs `version` without loading any of client-node', async () => {
+    const { files, code, stdout } = await loaded(['version']);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^kubectl-teal v\d+\.\d+\.\d+ \(node v24\./);
+    expect(files).toContain('kubectl-teal.js');
+    expect(files.filter((f) => clientNode.includes(f))).toEqual([]);
+  });
+
+  it('loads client-node for a command that talks to the cluster (so the trace sees chunks)', async () => {
+    // No kubeconfig: `get` fails once its module, and client-node with it, is loaded.
+    const { files, code } = await loaded(['get', 'web']);
+    expect(code).toBe(1);
+    expect(files.filter((f) => clientNode.includes(f))).toEqual(clientNode);
+  });
+});
