@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import type { TestProject } from 'vitest/node';
 import {
   BOOT_STEP_MS,
@@ -10,6 +10,7 @@ import {
   stopClusterSync,
   waitForOutput,
 } from '../cluster/cluster.ts';
+import { installPlugin } from '../support/plugin.ts';
 import { waitFor } from '../support/wait.ts';
 
 const CRDS = [
@@ -24,10 +25,13 @@ declare module 'vitest' {
   export interface ProvidedContext {
     kubeconfig: string;
     binDir: string;
+    /** The plugin bundled and installed without the repository (support/plugin.ts). */
+    pluginRoot: string;
   }
 }
 
 let cluster: Cluster | undefined;
+let pluginRoot: string | undefined;
 
 // Also on Ctrl-C or a killed runner: the control plane must not outlive the run.
 function stopOnSignal(signal: NodeJS.Signals): void {
@@ -46,6 +50,8 @@ export async function setup(project: TestProject): Promise<void> {
   for (const crd of CRDS) await installCrd(cluster, crd);
   project.provide('kubeconfig', cluster.kubeconfig);
   project.provide('binDir', cluster.binDir);
+  pluginRoot = await installPlugin();
+  project.provide('pluginRoot', pluginRoot);
 }
 
 async function installCrd(c: Cluster, { name, file }: (typeof CRDS)[number]): Promise<void> {
@@ -68,6 +74,7 @@ async function installCrd(c: Cluster, { name, file }: (typeof CRDS)[number]): Pr
 }
 
 export async function teardown(): Promise<void> {
+  if (pluginRoot) rmSync(pluginRoot, { recursive: true, force: true });
   if (cluster && process.env.TEAL_KEEP_CLUSTER === '1') {
     console.error(`keeping the test cluster: KUBECONFIG=${cluster.kubeconfig}`);
   } else if (cluster) {

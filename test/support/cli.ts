@@ -1,5 +1,8 @@
 // `kubectl teal ...` as a user runs it: the real kubectl, which finds the
-// plugin in bin/ on PATH, against the test cluster.
+// plugin on PATH, against the test cluster. The plugin runs from the bundle
+// (`make cli`, as users install it: support/plugin.ts) or from the sources
+// (bin/kubectl-teal of the repository, TEAL_CLI_FROM=source); test/e2e/cli.test.ts
+// runs every test with both.
 import { execFile } from 'node:child_process';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +13,10 @@ import { WAIT_MS } from './wait.ts';
 const run = promisify(execFile);
 const BIN = fileURLToPath(new URL('../../bin', import.meta.url));
 
+/** Where the plugin runs from. */
+export type CliFrom = 'bundle' | 'source';
+export const CLI_FROM: readonly CliFrom[] = ['bundle', 'source'];
+
 export interface CliResult {
   stdout: string;
   stderr: string;
@@ -17,21 +24,26 @@ export interface CliResult {
   code: number;
 }
 
-/** Runs `kubectl teal <args> -n <namespace>` and never throws: a failure is its exit code and output. */
-export async function tealIn(namespace: string, ...args: string[]): Promise<CliResult> {
-  return tealAs(inject('kubeconfig'), namespace, ...args);
+/** The environment kubectl runs with: the plugin of `from` first on PATH, kubeconfig, no colour. */
+export function cliEnv(kubeconfig: string, from: CliFrom = 'bundle'): NodeJS.ProcessEnv {
+  const { TEAL_CLI_FROM: _from, ...env } = process.env;
+  const bin = from === 'bundle' ? join(inject('pluginRoot'), 'bin') : BIN;
+  return {
+    ...env,
+    ...(from === 'source' ? { TEAL_CLI_FROM: 'source' } : {}),
+    PATH: [bin, inject('binDir'), process.env.PATH ?? ''].join(delimiter),
+    KUBECONFIG: kubeconfig,
+    // NO_COLOR keeps the output plain even if a terminal is attached.
+    NO_COLOR: '1',
+  };
 }
 
-/** tealIn as the user of another kubeconfig (e.g. serviceAccountKubeconfig's). */
-export async function tealAs(kubeconfig: string, namespace: string, ...args: string[]): Promise<CliResult> {
+/** `kubectl teal <args>` through the real kubectl; never throws: a failure is its exit code and output. */
+export async function teal(args: string[], kubeconfig: string, from: CliFrom = 'bundle'): Promise<CliResult> {
   try {
-    const { stdout, stderr } = await run(join(inject('binDir'), 'kubectl'), ['teal', ...args, '-n', namespace], {
-      env: {
-        ...process.env,
-        PATH: [BIN, inject('binDir'), process.env.PATH ?? ''].join(delimiter),
-        KUBECONFIG: kubeconfig,
-        NO_COLOR: '1',
-      },
+    const { stdout, stderr } = await run(join(inject('binDir'), 'kubectl'), ['teal', ...args], {
+      env: cliEnv(kubeconfig, from),
+      // A bound against hangs, above the longest --timeout a test gives.
       timeout: 2 * WAIT_MS,
     });
     return { stdout, stderr, code: 0 };
@@ -39,4 +51,14 @@ export async function tealAs(kubeconfig: string, namespace: string, ...args: str
     const e = err as { stdout?: string; stderr?: string; code?: unknown };
     return { stdout: e.stdout ?? '', stderr: e.stderr ?? '', code: typeof e.code === 'number' ? e.code : -1 };
   }
+}
+
+/** Runs `kubectl teal <args> -n <namespace>`. */
+export async function tealIn(namespace: string, ...args: string[]): Promise<CliResult> {
+  return tealAs(inject('kubeconfig'), namespace, ...args);
+}
+
+/** tealIn as the user of another kubeconfig (e.g. serviceAccountKubeconfig's). */
+export async function tealAs(kubeconfig: string, namespace: string, ...args: string[]): Promise<CliResult> {
+  return teal([...args, '-n', namespace], kubeconfig);
 }
