@@ -3,6 +3,7 @@
 // caller (a bearer token or a session, session.ts), then authorizes that request. Without fastify: the plugin runs the
 // guard before the body is read, so strangers cost no parsing.
 import { ACTIONS, type Action } from '../app/intents.ts';
+import { errorMessage } from '../kube/errors.ts';
 import type { AccessRequest, ApiAuth, UserInfo } from './auth.ts';
 import { ApiError } from './errors.ts';
 import type { ApiLogger } from './logger.ts';
@@ -41,6 +42,12 @@ export function actionAccess({ ns, name, action }: ActionParams): AccessRequest 
  * namespaces, each one the caller may list. A namespace not in it is never named to the caller.
  */
 export type ListScope = { user: UserInfo; namespaces: 'all' | string[] };
+
+/**
+ * Whether RBAC lets the caller take an action: 'unknown', with why, when the
+ * access review itself failed, so one failed review does not fail the others.
+ */
+export type Permission = { allowed: true } | { allowed: false | 'unknown'; reason: string };
 
 /** Finds who calls, or throws 401; called only once the route's rule lets the request be reviewed. */
 export type Identify = () => Promise<UserInfo>;
@@ -109,6 +116,28 @@ export class ApiGuard {
     const wanted = actionAccess(params);
     const user = await this.admit(identify, () => wanted, log);
     return { user, action: wanted.verb };
+  }
+
+  /**
+   * What RBAC lets a caller already admitted do to the App: one access review
+   * per action, its verb, in parallel. A refusal here is no 403 (nothing was
+   * asked of the App), so it is not logged as one.
+   */
+  async permissions(user: UserInfo, { ns, name }: AppParams): Promise<Record<Action, Permission>> {
+    const answers = await Promise.all(
+      ACTIONS.map(async (action) => [action, await this.permission(user, actionAccess({ ns, name, action }))] as const),
+    );
+    return Object.fromEntries(answers) as Record<Action, Permission>;
+  }
+
+  private async permission(user: UserInfo, wanted: AccessRequest): Promise<Permission> {
+    try {
+      await this.auth.authorize(user, wanted);
+      return { allowed: true };
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 403) return { allowed: false, reason: err.message };
+      return { allowed: 'unknown', reason: errorMessage(err) };
+    }
   }
 
   private async admit(identify: Identify, access: () => AccessRequest, log: ApiLogger): Promise<UserInfo> {

@@ -15,12 +15,18 @@ import { randomUUID } from 'node:crypto';
 import { CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { curlCommand, kubectlCommand } from '../app/action-commands.ts';
 import { APPS_INDEX, type CachedApp } from '../app/cached.ts';
 import {
+  ACTIONS,
   type Action,
   type ActionArgs,
   ARGS_SCHEMAS,
+  type ArgKind,
+  type ArgName,
+  argsOf,
   encodeIntent,
+  flagOf,
   intentAnnotation,
   readIntents,
 } from '../app/intents.ts';
@@ -32,7 +38,15 @@ import type { Cached, Informer } from '../kube/informer.ts';
 import type { SharedInformer } from '../kube/multi-namespace-informer.ts';
 import { actionVerdict, UNKNOWN, type Unknown, viewOfApp } from '../rollout/action-rules.ts';
 import type { ObservedReplicaSet } from '../rollout/observed.ts';
-import { type ActionParams, type Admitted, ApiGuard, type AppParams, type Identify, type ListScope } from './access.ts';
+import {
+  type ActionParams,
+  type Admitted,
+  ApiGuard,
+  type AppParams,
+  type Identify,
+  type ListScope,
+  type Permission,
+} from './access.ts';
 import { type ApiAuth, KubeAuth, type UserInfo } from './auth.ts';
 import { csrfProblem } from './csrf.ts';
 import { ApiError, errorAnswer } from './errors.ts';
@@ -196,6 +210,55 @@ export function conflictOf(
   return `App ${app.metadata.namespace}/${app.metadata.name}: ${verdict.reason}`;
 }
 
+// ---- the actions, explained ----
+
+export interface ActionEntry {
+  action: Action;
+  /** Both the rules and RBAC allow it, with the default arguments; an unknown RBAC answer does not. */
+  allowed: boolean;
+  /** The rules, with the default arguments: when refused, the reason is the message of the 409 a POST would get. */
+  rules: { allowed: true } | { allowed: false; reason: string };
+  /** Whether RBAC lets this caller use the action's verb on the App. */
+  rbac: Permission;
+  /** The arguments the action takes, as declared (app/intents.ts), with the CLI's flag of each. */
+  args: { name: ArgName; kind: ArgKind; help: string; flag: string }[];
+  /** The equivalent command line and API call, with the default arguments. */
+  kubectl: string;
+  curl: string;
+}
+
+export interface ActionList {
+  namespace: string;
+  name: string;
+  actions: ActionEntry[];
+}
+
+/**
+ * Every action of the App as cached, each with what the rules say (conflictOf,
+ * the very function whose text the 409 carries) and what RBAC says for the caller.
+ */
+export function actionList(
+  app: CachedApp,
+  permissions: Record<Action, Permission>,
+  replicaSets: readonly ObservedReplicaSet[] | Unknown = UNKNOWN,
+): ActionList {
+  const { namespace, name } = app.metadata;
+  const actions = ACTIONS.map((action): ActionEntry => {
+    const conflict = conflictOf(app, action, {}, replicaSets);
+    const rbac = permissions[action];
+    return {
+      action,
+      allowed: conflict === undefined && rbac.allowed === true,
+      rules: conflict === undefined ? { allowed: true } : { allowed: false, reason: conflict },
+      rbac,
+      args: argsOf(action).map(([arg, { kind, help }]) => ({ name: arg, kind, help, flag: `--${flagOf(arg)}` })),
+      kubectl: kubectlCommand(action, namespace, name),
+      curl: curlCommand(action, namespace, name),
+    };
+  });
+  return { namespace, name, actions };
+}
+
 // ---- the plugin ----
 
 const NOT_READY = 'the App cache is not synced yet; try again shortly';
@@ -279,6 +342,16 @@ export class ApiHandlers {
     return appView(this.lookup(ns, name));
   }
 
+  /**
+   * GET /api/v1/namespaces/:ns/apps/:name/actions: each action explained. The caller's
+   * permissions are asked only once the App is found, so an unknown App costs no reviews.
+   */
+  async actions(ns: string, name: string, permissions: () => Promise<Record<Action, Permission>>): Promise<ActionList> {
+    this.ready();
+    const app = this.lookup(ns, name);
+    return actionList(app, await permissions(), this.replicaSetsOf(ns, name));
+  }
+
   /** POST /api/v1/namespaces/:ns/apps/:name/:action: the intent recorded, unless the App as cached refuses it (409). */
   async act(
     request: { ns: string; name: string; action: Action; body: unknown; user: UserInfo },
@@ -288,11 +361,7 @@ export class ApiHandlers {
     this.ready();
     const body = parseActionBody(action, request.body);
     const app = this.lookup(ns, name);
-    const replicaSets = this.opts
-      .replicaSets?.()
-      .byIndex(APPS_INDEX, `${ns}/${name}`)
-      .map((c) => c.value);
-    const conflict = conflictOf(app, action, body, replicaSets);
+    const conflict = conflictOf(app, action, body, this.replicaSetsOf(ns, name));
     if (conflict !== undefined) {
       log.info({ user: user.username, action, namespace: ns, name, conflict }, 'action refused');
       throw new ApiError(409, conflict);
@@ -317,6 +386,14 @@ export class ApiHandlers {
 
   private ready(): void {
     if (!this.opts.isReady()) throw new ApiError(503, NOT_READY, { 'retry-after': '1' });
+  }
+
+  /** The App's ReplicaSets as cached; undefined (left to the operator) without that cache. */
+  private replicaSetsOf(ns: string, name: string): ObservedReplicaSet[] | undefined {
+    return this.opts
+      .replicaSets?.()
+      .byIndex(APPS_INDEX, `${ns}/${name}`)
+      .map((c) => c.value);
   }
 
   private lookup(ns: string, name: string): CachedApp {
@@ -442,6 +519,23 @@ function apiRoutes(fastify: FastifyInstance, { guard, handlers, identifyOf, body
       },
     },
     async (request, reply) => noStore(reply, handlers.get(request.params.ns, request.params.name)),
+  );
+
+  const readers = new WeakMap<FastifyRequest, UserInfo>();
+  fastify.get<{ Params: AppParams }>(
+    '/api/v1/namespaces/:ns/apps/:name/actions',
+    {
+      logSerializers,
+      onRequest: async (request, reply) => {
+        readers.set(request, await guard.get(identifyOf(request, reply), request.params as AppParams, logger(request)));
+      },
+    },
+    async (request, reply) => {
+      const user = readers.get(request);
+      if (!user) throw new ApiError(500, 'request not authorized');
+      const { ns, name } = request.params;
+      return noStore(reply, await handlers.actions(ns, name, () => guard.permissions(user, { ns, name })));
+    },
   );
 
   fastify.post<{ Params: ActionParams }>(

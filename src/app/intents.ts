@@ -68,6 +68,9 @@ export function argsOf(action: Action): [ArgName, ArgDeclaration][] {
   return Object.entries(ACTION_ARGS[action]) as [ArgName, ArgDeclaration][];
 }
 
+/** An argument's flag on the command line, without its dashes: the name in kebab case, as skip-checks for skipChecks. */
+export const flagOf = (name: ArgName): string => name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
 /** Every argument of any action, once each. */
 export function allArgs(): [ArgName, ArgDeclaration][] {
   return [...new Map(ACTIONS.flatMap(argsOf)).entries()];

@@ -3,7 +3,7 @@
 // kubectl allows; kubectl itself passes everything after "teal" unchanged.
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
 import { positiveInteger } from '../app/cluster-values.ts';
-import { type Action, type ActionArgs, type ArgName, allArgs, argsOf } from '../app/intents.ts';
+import { type Action, type ActionArgs, allArgs, argsOf, flagOf } from '../app/intents.ts';
 import { UsageError } from './errors.ts';
 
 /** What -o prints: the data, not the text. formatData (output.ts) writes it. */
@@ -48,9 +48,6 @@ const command = (
   flags: Record<string, Flag>,
   examples: readonly string[],
 ): CommandSpec => ({ name, usage, summary, args, flags: { ...flags, ...GLOBAL }, examples });
-
-/** An action's flag: the argument's name (app/intents.ts) in kebab case, as --skip-checks for skipChecks. */
-export const flagOf = (name: ArgName): string => name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
 /**
  * An action's command: its usage line and flags derived from the arguments

@@ -190,14 +190,15 @@ beforeAll(async () => {
   ] as const) {
     await replicaSet(ns, app, revision);
   }
-  const [promoter, releaser, viewer, nobody, outsider] = await Promise.all([
+  const [promoter, releaser, viewer, nobody, outsider, reviewer] = await Promise.all([
     serviceAccount(ns, 'promoter', ['promote']),
     serviceAccount(ns, 'releaser', ['abort', 'retry', 'undo', 'pause', 'resume']),
     serviceAccount(ns, 'viewer', ['get', 'list']),
     serviceAccount(ns, 'nobody'),
     serviceAccount(other, 'promoter', ['get']),
+    serviceAccount(ns, 'reviewer', ['get', 'promote']),
   ]);
-  Object.assign(tokens, { promoter, releaser, viewer, nobody, outsider });
+  Object.assign(tokens, { promoter, releaser, viewer, nobody, outsider, reviewer });
 });
 
 afterAll(async () => {
@@ -423,6 +424,78 @@ describe('reading Apps', () => {
       status: 200,
       body: { items: [] },
     });
+  });
+});
+
+describe('actions explained (GET .../actions)', () => {
+  interface Entry {
+    action: string;
+    allowed: boolean;
+    rules: { allowed: boolean; reason?: string };
+    rbac: { allowed: boolean | 'unknown'; reason?: string };
+    args: { name: string; kind: string; help: string; flag: string }[];
+    kubectl: string;
+    curl: string;
+  }
+  const explain = async (name: string, token: string | undefined) => {
+    const res = await call('GET', `/api/v1/namespaces/${ns}/apps/${name}/actions`, token ? { token } : {});
+    const entries = (res.body.actions ?? []) as Entry[];
+    return { status: res.status, body: res.body, of: (action: string) => entries.find((e) => e.action === action) };
+  };
+
+  it('shows a viewer every action denied by RBAC, each with the reason', async () => {
+    const res = await explain('calm', tokens.viewer);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ namespace: ns, name: 'calm' });
+    const entries = res.body.actions as Entry[];
+    expect(entries.map((e) => e.action)).toEqual(['promote', 'abort', 'retry', 'undo', 'pause', 'resume', 'restart']);
+    for (const entry of entries) {
+      expect(entry.allowed).toBe(false);
+      expect(entry.rbac).toEqual({
+        allowed: false,
+        reason: expect.stringContaining(`system:serviceaccount:${ns}:viewer" cannot ${entry.action}`),
+      });
+    }
+    // The rules are told apart from RBAC: pause is allowed by the rules, promote is not (nothing in preview).
+    expect(res.of('pause')?.rules).toEqual({ allowed: true });
+    expect(res.of('promote')?.rules.allowed).toBe(false);
+  });
+
+  it('shows a promoter promote allowed by RBAC, and by the rules only when they allow it, with the 409’s own text', async () => {
+    // Nothing in preview: RBAC allows, the rules refuse, with the text the POST's 409 then carries.
+    const calm = await explain('calm', tokens.reviewer);
+    expect(calm.status).toBe(200);
+    const refused = calm.of('promote');
+    expect(refused).toMatchObject({ allowed: false, rbac: { allowed: true }, rules: { allowed: false } });
+    const conflict = await act(ns, 'calm', 'promote', tokens.reviewer);
+    expect(conflict.status).toBe(409);
+    expect(refused?.rules.reason).toBe(conflict.body.message);
+    expect(calm.of('abort')?.rbac.allowed).toBe(false);
+
+    // Revision 2 in preview: both allow it, with its arguments and the commands that take it.
+    const explained = await explain('web', tokens.reviewer);
+    expect(explained.of('promote')).toEqual({
+      action: 'promote',
+      allowed: true,
+      rules: { allowed: true },
+      rbac: { allowed: true },
+      args: [
+        { name: 'full', kind: 'switch', help: expect.any(String), flag: '--full' },
+        { name: 'revision', kind: 'revision', help: expect.any(String), flag: '--revision' },
+        { name: 'skipChecks', kind: 'switch', help: expect.any(String), flag: '--skip-checks' },
+      ],
+      kubectl: `kubectl teal promote web -n ${ns}`,
+      curl: `curl -sS -X POST -H "Authorization: Bearer $TOKEN" "$TEAL/api/v1/namespaces/${ns}/apps/web/promote"`,
+    });
+    expect((await act(ns, 'web', 'promote', tokens.reviewer)).status).toBe(202);
+  });
+
+  it('answers as the get route does: 404 for an unknown App, 403 without get, 401 without credentials', async () => {
+    expect((await explain('calm', tokens.viewer)).status).toBe(200);
+    expect(await explain('nope', tokens.viewer)).toMatchObject({ status: 404, body: { error: 'NotFound' } });
+    expect(await explain('calm', tokens.promoter)).toMatchObject({ status: 403, body: { error: 'Forbidden' } });
+    expect(await explain('calm', tokens.nobody)).toMatchObject({ status: 403, body: { error: 'Forbidden' } });
+    expect(await explain('calm', undefined)).toMatchObject({ status: 401, body: { error: 'Unauthorized' } });
   });
 });
 

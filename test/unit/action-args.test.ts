@@ -17,11 +17,12 @@ import {
   allArgs,
   argsOf,
   encodeIntent,
+  flagOf,
   givenArgs,
   intentAnnotation,
   readIntents,
 } from '../../src/app/intents.ts';
-import { COMMANDS, commandHelp, flagOf, parse } from '../../src/cli/args.ts';
+import { COMMANDS, commandHelp, parse } from '../../src/cli/args.ts';
 import { UsageError } from '../../src/cli/errors.ts';
 import { type ActionView, actionVerdict } from '../../src/rollout/action-rules.ts';
 
