@@ -14,7 +14,6 @@
 import { randomUUID } from 'node:crypto';
 import { CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { z } from 'zod';
 import { curlCommand, kubectlCommand } from '../app/action-commands.ts';
 import { APPS_INDEX, type CachedApp } from '../app/cached.ts';
 import {
