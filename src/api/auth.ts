@@ -7,8 +7,13 @@
 // session cookie, session.ts). TokenReviews are cached under a sha256 of the
 // token: a positive one for a few seconds, so a burst of calls costs one
 // review, and a rejected one for a minute, so a garbage token sent again and
-// again costs one review a minute. Access reviews are not cached: a revoked
-// RoleBinding takes effect on the next call.
+// again costs one review a minute. Access reviews of the list route (verb
+// list) go through the same kind of cache, by user and request, for
+// ACCESS_CACHE_TTL_MS: a list without a namespace asks one review per
+// namespace holding Apps, and the dashboard lists often, so a RoleBinding
+// changed shows in lists within that time (issue #25 bounds it at 30 s). Every
+// other review (get, each action) is asked anew: a revoked right stops an
+// action at once.
 import { createHash } from 'node:crypto';
 import {
   AuthenticationV1Api,
@@ -54,6 +59,10 @@ export interface KubeAuthOptions {
   rejectedTokenTtlMs?: number;
   /** Most tokens remembered at once; default 1,000. */
   maxCachedTokens?: number;
+  /** How long a list's access review (allowed or forbidden) is trusted; default ACCESS_CACHE_TTL_MS, 0 turns it off. */
+  accessCacheTtlMs?: number;
+  /** Most access reviews remembered at once (per user and namespace); default 10,000. */
+  maxCachedAccessReviews?: number;
   /** Audiences the token must be meant for; default the API server's own. */
   audiences?: string[];
   now?: () => number;
@@ -80,6 +89,12 @@ export const MAX_TOKEN_LENGTH = 16 * 1024;
 /** The default of KubeAuthOptions.rejectedTokenTtlMs. */
 export const REJECTED_TOKEN_TTL_MS = 60_000;
 
+/** The default of KubeAuthOptions.accessCacheTtlMs: well under the 30 s in which issue #25 wants RBAC changes applied. */
+export const ACCESS_CACHE_TTL_MS = 10_000;
+
+/** The verbs whose access reviews are cached: the reads of the list route. */
+const CACHED_VERBS: ReadonlySet<string> = new Set(['list']);
+
 /** The token of an `Authorization: Bearer <token>` header, or undefined. */
 export function bearerToken(header: string | undefined): string | undefined {
   const match = header?.match(/^Bearer +([^\s]+) *$/i);
@@ -87,32 +102,87 @@ export function bearerToken(header: string | undefined): string | undefined {
   return token !== undefined && token.length <= MAX_TOKEN_LENGTH ? token : undefined;
 }
 
-const tokenKey = (token: string) => createHash('sha256').update(token).digest('hex');
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
-interface CachedReview {
-  expires: number;
-  user: Promise<UserInfo>;
+/** An access review's key: everything of the user the review sends, and the request. */
+const accessKey = (user: UserInfo, request: AccessRequest) =>
+  sha256(JSON.stringify([user.username, user.uid, user.groups, user.extra, request]));
+
+/** How long a review's answer is kept: okMs when it resolved, failedMs(err) when it threw (0: asked again). */
+interface ReviewTtl {
+  okMs: number;
+  failedMs: (err: unknown) => number;
+}
+
+/**
+ * Reviews by key, each until its expiry, at most max of them (the oldest dropped first). Holds
+ * promises, so concurrent calls with one key share one review.
+ */
+export class ReviewCache<T> {
+  private readonly entries = new Map<string, { expires: number; value: Promise<T> }>();
+  private readonly max: number;
+  private readonly now: () => number;
+
+  constructor(max: number, now: () => number) {
+    this.max = max;
+    this.now = now;
+  }
+
+  /** The cached review of key, or review()'s, kept as ttl says; ttl.okMs 0 keeps nothing. */
+  get(key: string, ttl: ReviewTtl, review: () => Promise<T>): Promise<T> {
+    const now = this.now();
+    const cached = this.entries.get(key);
+    if (cached && cached.expires > now) return cached.value;
+    if (cached) this.entries.delete(key);
+    const value = review();
+    if (ttl.okMs <= 0) return value;
+    this.prune(now);
+    this.entries.set(key, { expires: now + ttl.okMs, value });
+    value.catch((err: unknown) => {
+      if (this.entries.get(key)?.value !== value) return;
+      const failedMs = ttl.failedMs(err);
+      if (failedMs > 0) this.entries.set(key, { expires: this.now() + failedMs, value });
+      else this.entries.delete(key);
+    });
+    return value;
+  }
+
+  // Drops expired entries, then the oldest ones, to stay under max.
+  private prune(now: number): void {
+    for (const [key, entry] of this.entries) if (entry.expires <= now) this.entries.delete(key);
+    while (this.entries.size >= this.max) {
+      const oldest = this.entries.keys().next();
+      if (oldest.done) break;
+      this.entries.delete(oldest.value);
+    }
+  }
 }
 
 export class KubeAuth implements ApiAuth {
   private readonly authn: AuthenticationV1Api;
   private readonly authz: AuthorizationV1Api;
-  private readonly ttlMs: number;
-  private readonly rejectedTtlMs: number;
-  private readonly maxTokens: number;
+  private readonly tokenTtl: ReviewTtl;
+  private readonly accessTtl: ReviewTtl;
   private readonly audiences: string[] | undefined;
-  private readonly now: () => number;
-  // Holds promises, so concurrent calls with one token share one review.
-  private readonly reviews = new Map<string, CachedReview>();
+  private readonly reviews: ReviewCache<UserInfo>;
+  private readonly access: ReviewCache<void>;
 
   constructor(options: KubeAuthOptions) {
     this.authn = options.kubeConfig.makeApiClient(AuthenticationV1Api);
     this.authz = options.kubeConfig.makeApiClient(AuthorizationV1Api);
-    this.ttlMs = options.tokenCacheTtlMs ?? 10_000;
-    this.rejectedTtlMs = options.rejectedTokenTtlMs ?? REJECTED_TOKEN_TTL_MS;
-    this.maxTokens = options.maxCachedTokens ?? 1000;
+    const now = options.now ?? Date.now;
+    const rejectedMs = options.rejectedTokenTtlMs ?? REJECTED_TOKEN_TTL_MS;
+    const accessMs = options.accessCacheTtlMs ?? ACCESS_CACHE_TTL_MS;
+    // A rejected token stays rejected for rejectedMs, a forbidden request forbidden as long as an
+    // allowed one stays allowed; a review that failed (503) is asked again next time.
+    this.tokenTtl = {
+      okMs: options.tokenCacheTtlMs ?? 10_000,
+      failedMs: (err) => (isStatus(err, 401) ? rejectedMs : 0),
+    };
+    this.accessTtl = { okMs: accessMs, failedMs: (err) => (isStatus(err, 403) ? accessMs : 0) };
     this.audiences = options.audiences;
-    this.now = options.now ?? Date.now;
+    this.reviews = new ReviewCache(options.maxCachedTokens ?? 1000, now);
+    this.access = new ReviewCache(options.maxCachedAccessReviews ?? 10_000, now);
   }
 
   async authenticate(authorization: string | undefined): Promise<UserInfo> {
@@ -126,30 +196,15 @@ export class KubeAuth implements ApiAuth {
 
   async reviewToken(token: string): Promise<UserInfo> {
     if (token === '' || token.length > MAX_TOKEN_LENGTH) throw unauthorized('the token is invalid or expired');
-    const key = tokenKey(token);
-    const now = this.now();
-    const cached = this.reviews.get(key);
-    if (cached && cached.expires > now) return cached.user;
-    if (cached) this.reviews.delete(key);
-
-    const user = this.review(token);
-    if (this.ttlMs > 0) {
-      this.prune(now);
-      this.reviews.set(key, { expires: now + this.ttlMs, user });
-      // A rejected token stays rejected for rejectedTtlMs; a review that failed is asked again next time.
-      user.catch((err: unknown) => {
-        if (this.reviews.get(key)?.user !== user) return;
-        if (err instanceof ApiError && err.status === 401 && this.rejectedTtlMs > 0) {
-          this.reviews.set(key, { expires: this.now() + this.rejectedTtlMs, user });
-        } else {
-          this.reviews.delete(key);
-        }
-      });
-    }
-    return user;
+    return this.reviews.get(sha256(token), this.tokenTtl, () => this.review(token));
   }
 
   async authorize(user: UserInfo, request: AccessRequest): Promise<void> {
+    if (!CACHED_VERBS.has(request.verb)) return this.reviewAccess(user, request);
+    return this.access.get(accessKey(user, request), this.accessTtl, () => this.reviewAccess(user, request));
+  }
+
+  private async reviewAccess(user: UserInfo, request: AccessRequest): Promise<void> {
     const body: V1SubjectAccessReview = {
       apiVersion: 'authorization.k8s.io/v1',
       kind: 'SubjectAccessReview',
@@ -201,17 +256,9 @@ export class KubeAuth implements ApiAuth {
       ...(user.extra ? { extra: user.extra } : {}),
     };
   }
-
-  // Drops expired entries, then the oldest ones, to stay under maxCachedTokens.
-  private prune(now: number): void {
-    for (const [key, entry] of this.reviews) if (entry.expires <= now) this.reviews.delete(key);
-    while (this.reviews.size >= this.maxTokens) {
-      const oldest = this.reviews.keys().next();
-      if (oldest.done) break;
-      this.reviews.delete(oldest.value);
-    }
-  }
 }
+
+const isStatus = (err: unknown, status: number) => err instanceof ApiError && err.status === status;
 
 /** Worded as the API server words its own 403s. */
 export function forbiddenMessage(username: string, request: AccessRequest): string {
