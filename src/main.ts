@@ -175,7 +175,6 @@ async function httpServer(
   const { Writer } = await import('./controller/apply.ts');
   const { default: helmet } = await import('@fastify/helmet');
   const { securityHeaderOptions } = await import('./api/headers.ts');
-  const { dashboardPlugin } = await import('./api/dashboard.ts');
   const tls = Boolean(config.tlsCertFile && config.tlsKeyFile);
   const https =
     config.tlsCertFile && config.tlsKeyFile
@@ -202,9 +201,8 @@ async function httpServer(
     tls,
     sessionReviewIntervalMs: config.sessionReviewIntervalMs,
     onLogin: (result) => metrics.logins.inc({ result }),
+    dashboard: await dashboardFiles(p),
   });
-  const dashboard = await dashboardFiles(p);
-  if (dashboard) await server.register(dashboardPlugin, { files: dashboard });
   const writer = new Writer(kubeConfig);
   await server.register(webhooksPlugin, {
     candidates: webhookCandidateFinder(kubeConfig, () => apps.caches.apps.list()),

@@ -48,6 +48,7 @@ import {
 } from './access.ts';
 import { type ApiAuth, KubeAuth, type UserInfo } from './auth.ts';
 import { csrfProblem } from './csrf.ts';
+import { type DashboardFiles, dashboardRoutes } from './dashboard.ts';
 import { ApiError, errorAnswer } from './errors.ts';
 import { type ApiLogger, logSerializers } from './logger.ts';
 import { LoginThrottle } from './login-throttle.ts';
@@ -89,6 +90,8 @@ export interface ApiOptions {
   sessionReviewIntervalMs?: number;
   /** Each login's result, for the metrics. */
   onLogin?: (result: LoginResult) => void;
+  /** The dashboard's built files, served under / to callers with a session (dashboard.ts); none: no page. */
+  dashboard?: DashboardFiles | undefined;
 }
 
 export const DEFAULT_API_BODY_LIMIT = 16 * 1024;
@@ -453,6 +456,7 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
     onLogin: opts.onLogin ?? (() => {}),
     logger,
   });
+  if (opts.dashboard) dashboardRoutes(fastify, { files: opts.dashboard, caller });
   apiRoutes(fastify, {
     guard: new ApiGuard(auth),
     handlers: new ApiHandlers(opts, kubeIntentWriter(opts.kubeConfig)),

@@ -1,11 +1,17 @@
 // The dashboard's files (issue #25), served from memory under /: index.html at
 // each page's path (the UI's router shows the page), app.js and app.css under
-// /ui/. The pages hold no data: what they show comes from /api/v1, which
+// /ui/. No anonymous access: without a session, every page but the login page
+// answers 401 (its body the same index.html, marked as served without a
+// session, so the UI shows the login page and returns to the page asked for
+// after it). The pages hold no data: what they show comes from /api/v1, which
 // authenticates and authorizes every call. The files are read once, at start.
+// Registered by apiPlugin, so its caller, error handler and CSRF rule apply.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
-import { DASHBOARD_ASSETS, DASHBOARD_PAGES } from '../app/dashboard-pages.ts';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { DASHBOARD_ASSETS, DASHBOARD_PAGES, NO_SESSION_META } from '../app/dashboard-pages.ts';
+import { ApiError } from './errors.ts';
+import type { Caller } from './session.ts';
 
 /** The built files (scripts/bundle-ui.ts), read from a folder. */
 export interface DashboardFiles {
@@ -20,22 +26,64 @@ export function readDashboardFiles(dir: string): DashboardFiles {
   return { html: read('index.html'), js: read('app.js'), css: read('app.css') };
 }
 
-export interface DashboardOptions {
-  files: DashboardFiles;
+/** index.html with NO_SESSION_META before its </head>; throws when it has none. */
+export function markedWithoutSession(html: Buffer): Buffer {
+  const text = html.toString('utf8');
+  const head = text.indexOf('</head>');
+  if (head < 0) throw new Error('dashboard: index.html has no </head>');
+  const meta = `<meta name="${NO_SESSION_META.name}" content="${NO_SESSION_META.content}" />\n  `;
+  return Buffer.from(`${text.slice(0, head)}${meta}${text.slice(head)}`);
 }
 
-export const dashboardPlugin: FastifyPluginAsync<DashboardOptions> = async (fastify: FastifyInstance, { files }) => {
+/** A page's answer: 200 to a caller with a session (or a bearer token); without one, 200 for the login page only. */
+export const pageStatus = (path: string, signedIn: boolean): 200 | 401 =>
+  signedIn || path === DASHBOARD_PAGES.login ? 200 : 401;
+
+export interface DashboardRouteDeps {
+  files: DashboardFiles;
+  /** Who calls (session.ts identify); throws ApiError 401 without a session, 503 when a review fails. */
+  caller: (request: FastifyRequest, reply: FastifyReply) => Promise<Caller>;
+}
+
+export function dashboardRoutes(fastify: FastifyInstance, { files, caller }: DashboardRouteDeps): void {
+  const withoutSession = markedWithoutSession(files.html);
   for (const path of Object.values(DASHBOARD_PAGES)) {
-    // no-store: a new operator's page names its own script at once.
-    fastify.get(path, (_request, reply) =>
-      reply.header('cache-control', 'no-store').type('text/html; charset=utf-8').send(files.html),
-    );
+    fastify.get(path, async (request, reply) => {
+      const signedIn = await hasCaller(request, reply, caller);
+      // no-store: a new operator's page names its own script at once, and a page's answer depends on the cookie.
+      return reply
+        .code(pageStatus(path, signedIn))
+        .header('cache-control', 'no-store')
+        .type('text/html; charset=utf-8')
+        .send(signedIn ? files.html : withoutSession);
+    });
   }
-  // Unhashed names: the browser asks again at each load (no-cache), so an upgraded operator's files show at once.
+  // The login page's script and style are public. Unhashed names: the browser asks again at each
+  // load (no-cache), so an upgraded operator's files show at once.
   fastify.get(DASHBOARD_ASSETS.js, (_request, reply) =>
     reply.header('cache-control', 'no-cache').type('text/javascript; charset=utf-8').send(files.js),
   );
   fastify.get(DASHBOARD_ASSETS.css, (_request, reply) =>
     reply.header('cache-control', 'no-cache').type('text/css; charset=utf-8').send(files.css),
   );
-};
+}
+
+/**
+ * Whether the request has a caller. Without one, the 401's headers (WWW-Authenticate, and the
+ * Set-Cookie that clears an ended session) go on the reply; a failed review (503) is thrown, for
+ * the API's error handler.
+ */
+async function hasCaller(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  caller: DashboardRouteDeps['caller'],
+): Promise<boolean> {
+  try {
+    await caller(request, reply);
+    return true;
+  } catch (err) {
+    if (!(err instanceof ApiError && err.status === 401)) throw err;
+    reply.headers(err.headers);
+    return false;
+  }
+}

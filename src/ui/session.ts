@@ -1,13 +1,26 @@
-// Who is logged in, shared by every page: undefined until the operator said,
-// then a user or null (no session).
+// Who is logged in, shared by every page: undefined until known, then a user
+// or null (no session).
 import { signal } from '@preact/signals';
+import { NO_SESSION_META } from '../app/dashboard-pages.ts';
 import { currentUser, type User } from './api.ts';
 
 export const user = signal<User | null | undefined>(undefined);
 /** Why the session could not be read (the operator unreachable, a 503): shown instead of a login form. */
 export const sessionError = signal<string | undefined>(undefined);
 
+/**
+ * Whether the operator served this page without a session (src/api/dashboard.ts marks it): then
+ * nobody is logged in, and asking GET /api/v1/session would only get a 401, which the browser
+ * reports as an error.
+ */
+const servedWithoutSession = () =>
+  document.querySelector(`meta[name="${NO_SESSION_META.name}"]`)?.getAttribute('content') === NO_SESSION_META.content;
+
 export async function loadSession(): Promise<void> {
+  if (servedWithoutSession()) {
+    user.value = null;
+    return;
+  }
   try {
     user.value = (await currentUser()) ?? null;
   } catch (err) {

@@ -118,12 +118,72 @@ afterAll(async () => {
 
 describe('the dashboard in a browser', () => {
   it('serves its page with the strict CSP: no inline script or style', async () => {
-    const res = await fetch(`${base}/apps`);
+    const res = await fetch(`${base}/login`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
     const html = await res.text();
     expect(html).toContain('<script type="module" src="/ui/app.js"></script>');
     expect(html).not.toMatch(/<script>|<style|style=/);
+  });
+
+  it('answers every page but the login page 401 without a session, and 200 with one; the script and style are public', async () => {
+    const get = (path: string, cookie?: string) =>
+      fetch(`${base}${path}`, cookie !== undefined ? { headers: { cookie } } : {});
+    const marked = '<meta name="teal-session" content="none" />';
+    for (const path of ['/', '/apps', `/apps?ns=${seen.name}`]) {
+      const res = await get(path);
+      expect([path, res.status, res.headers.get('www-authenticate')]).toEqual([path, 401, 'Bearer']);
+      expect(res.headers.get('cache-control')).toBe('no-store');
+      // The body is the page, marked as served without a session: the UI shows the login page.
+      expect(await res.text()).toContain(marked);
+    }
+    const login = await get('/login');
+    expect(login.status).toBe(200);
+    expect(await login.text()).toContain(marked);
+    for (const asset of ['/ui/app.js', '/ui/app.css']) expect((await get(asset)).status).toBe(200);
+
+    const session = await fetch(`${base}/api/v1/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token }),
+    });
+    const cookie = session.headers.get('set-cookie')?.split(';')[0] ?? '';
+    for (const path of ['/', '/apps', '/login']) {
+      const res = await get(path, cookie);
+      expect([path, res.status]).toEqual([path, 200]);
+      expect(await res.text()).not.toContain(marked);
+    }
+    // A cookie that does not open is no session: 401, and the answer clears it.
+    const forged = await get('/apps', `${cookie.split('=')[0]}=forged`);
+    expect(forged.status).toBe(401);
+    expect(forged.headers.get('set-cookie')).toContain('Max-Age=0');
+  });
+
+  it('a fresh browser opening a page gets 401 and the login page, with no error but that 401; after login, the page it asked for', async () => {
+    const p = await page();
+    const errors: { text: string; url: string }[] = [];
+    p.page.on('console', (m) => void (m.type() === 'error' && errors.push({ text: m.text(), url: m.location().url })));
+    const sessionProbes: string[] = [];
+    p.page.on('request', (r) => void (r.url().endsWith('/api/v1/session') && sessionProbes.push(r.method())));
+    const wanted = `/apps?ns=${seen.name}`;
+    const res = await p.page.goto(wanted);
+    expect(res?.status()).toBe(401);
+    await p.page.waitForURL(`**/login?next=${encodeURIComponent(wanted)}`);
+    await p.page.getByLabel('Bearer token').fill(token);
+    await p.page.getByRole('button', { name: 'Log in' }).click();
+    await p.page.waitForURL(`**${wanted}`);
+    await p.page.getByRole('table').waitFor();
+    expect(await p.page.getByLabel('Namespace').inputValue()).toBe(seen.name);
+    // Nobody asked who is logged in: the operator's 401 said so. The one error Chrome reports is
+    // that 401 of the page itself, which issue #25 asks for.
+    expect(sessionProbes).toEqual(['POST']);
+    expect(errors).toEqual([
+      {
+        text: 'Failed to load resource: the server responded with a status of 401 (Unauthorized)',
+        url: `${base}${wanted}`,
+      },
+    ]);
+    expect(p.cspViolations).toEqual([]);
   });
 
   it('logs in with a ServiceAccount token: its name, and the Apps of the namespaces it may list, none of others', async () => {
