@@ -48,67 +48,85 @@ export function AppsPage() {
   return (
     <>
       <h1>Apps</h1>
-      <search class="filters" aria-label="Filter the Apps">
-        <label>
-          Namespace
-          <select value={view.ns} onChange={(e) => show({ ns: e.currentTarget.value })}>
-            <option value="">All</option>
-            {choices(all, 'namespace').map((ns) => (
-              <option key={ns} value={ns}>
-                {ns}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Phase
-          <select value={view.phase} onChange={(e) => show({ phase: e.currentTarget.value })}>
-            <option value="">All</option>
-            {choices(all, 'phase').map((phase) => (
-              <option key={phase} value={phase}>
-                {phase}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Search
-          <input type="search" value={view.q} onInput={(e) => show({ q: e.currentTarget.value })} />
-        </label>
-      </search>
+      <Filters all={all} view={view} show={show} />
       <p class="count" aria-live="polite">
         {shown.length === all.length ? `${all.length} Apps` : `${shown.length} of ${all.length} Apps`}
       </p>
-      <table>
-        <thead>
-          <tr>
-            {(Object.keys(HEADINGS) as Column[]).map((column) => (
-              <SortHeading key={column} column={column} view={view} show={show} />
-            ))}
-          </tr>
-        </thead>
-        <tbody>
-          {shown.map((r) => (
-            <tr key={r.key}>
-              <td>{r.namespace}</td>
-              <td>{r.name}</td>
-              <td>
-                <span class={`phase phase-${r.phase.toLowerCase() || 'unknown'}`}>{r.phase || '—'}</span>
-              </td>
-              <td class="num">{r.active ?? '—'}</td>
-              <td class="num">{r.preview ?? '—'}</td>
-              <td class="message">{r.message}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <AppsTable shown={shown} view={view} show={show} />
       {all.length === 0 ? <p>No Apps in the namespaces you may list.</p> : null}
     </>
   );
 }
 
+type Show = (change: Partial<ListView>) => void;
+
+/** The namespace and phase choices (from the rows themselves) and the text search, each a part of the URL. */
+function Filters(props: { all: Row[]; view: ListView; show: Show }) {
+  const { all, view, show } = props;
+  return (
+    <search class="filters" aria-label="Filter the Apps">
+      <ChoiceFilter label="Namespace" value={view.ns} options={choices(all, 'namespace')} pick={(ns) => show({ ns })} />
+      <ChoiceFilter
+        label="Phase"
+        value={view.phase}
+        options={choices(all, 'phase')}
+        pick={(phase) => show({ phase })}
+      />
+      <label>
+        Search
+        <input type="search" value={view.q} onInput={(e) => show({ q: e.currentTarget.value })} />
+      </label>
+    </search>
+  );
+}
+
+function ChoiceFilter(props: { label: string; value: string; options: string[]; pick: (value: string) => void }) {
+  return (
+    <label>
+      {props.label}
+      <select value={props.value} onChange={(e) => props.pick(e.currentTarget.value)}>
+        <option value="">All</option>
+        {props.options.map((option) => (
+          <option key={option} value={option}>
+            {option}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+function AppsTable(props: { shown: Row[]; view: ListView; show: Show }) {
+  const { shown, view, show } = props;
+  return (
+    <table>
+      <thead>
+        <tr>
+          {(Object.keys(HEADINGS) as Column[]).map((column) => (
+            <SortHeading key={column} column={column} view={view} show={show} />
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {shown.map((r) => (
+          <tr key={r.key}>
+            <td>{r.namespace}</td>
+            <td>{r.name}</td>
+            <td>
+              <span class={`phase phase-${r.phase.toLowerCase() || 'unknown'}`}>{r.phase || '—'}</span>
+            </td>
+            <td class="num">{r.active ?? '—'}</td>
+            <td class="num">{r.preview ?? '—'}</td>
+            <td class="message">{r.message}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
 /** A column's heading: a button that sorts by it, ascending first, then the other way. */
-function SortHeading(props: { column: Column; view: ListView; show: (change: Partial<ListView>) => void }) {
+function SortHeading(props: { column: Column; view: ListView; show: Show }) {
   const { column, view, show } = props;
   const sorted = view.sort === column;
   return (
