@@ -110,8 +110,8 @@ function AppsTable(props: { shown: Row[]; view: ListView; show: Show }) {
       <tbody>
         {shown.map((r) => (
           <tr key={r.key}>
-            <td>{r.namespace}</td>
-            <td>{r.name}</td>
+            <td class="id">{r.namespace}</td>
+            <td class="id">{r.name}</td>
             <td>
               <span class={`phase phase-${r.phase.toLowerCase() || 'unknown'}`}>{r.phase || '—'}</span>
             </td>
