@@ -5,18 +5,22 @@ import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
 import { positiveInteger } from '../app/cluster-values.ts';
 import { type Action, type ActionArgs, allArgs, argsOf, flagOf } from '../app/intents.ts';
 import { UsageError } from './errors.ts';
+import { type Flags, FORMATS, type Format } from './flags.ts';
 
-/** What -o prints: the data, not the text. formatData (output.ts) writes it. */
-export const FORMATS = ['json', 'yaml'] as const;
-export type Format = (typeof FORMATS)[number];
-
-interface Flag {
+export interface Flag {
   type: 'string' | 'boolean';
   short?: string;
   /** Placeholder of a string flag's value in the help. */
   value?: string;
+  /** The only values the flag takes (completion offers them). */
+  choices?: readonly string[];
+  /** The value is a file's path (completion offers the shell's files). */
+  file?: boolean;
   help: string;
 }
+
+/** A command's code, imported only when it runs (in the bundle, a chunk of its own). */
+export type Run = (args: string[], flags: Flags) => Promise<number> | number;
 
 export interface CommandSpec {
   name: string;
@@ -27,17 +31,28 @@ export interface CommandSpec {
   args: readonly string[];
   flags: Record<string, Flag>;
   examples: readonly string[];
+  /** The only values a positional argument takes, by its name (completion offers them). */
+  choices: Readonly<Record<string, readonly string[]>>;
+  load: () => Promise<Run>;
 }
 
-const GLOBAL: Record<string, Flag> = {
+/** The shells `kubectl teal completion` writes a script for. */
+export const SHELLS = ['bash', 'zsh', 'fish'] as const;
+
+export const GLOBAL: Record<string, Flag> = {
   namespace: { type: 'string', short: 'n', value: 'NS', help: 'namespace of the App (default: the context namespace)' },
   context: { type: 'string', value: 'NAME', help: 'kubeconfig context to use' },
-  kubeconfig: { type: 'string', value: 'PATH', help: 'kubeconfig file (default: $KUBECONFIG or ~/.kube/config)' },
+  kubeconfig: {
+    type: 'string',
+    value: 'PATH',
+    file: true,
+    help: 'kubeconfig file (default: $KUBECONFIG or ~/.kube/config)',
+  },
   help: { type: 'boolean', short: 'h', help: 'show this help' },
 };
 
 const OUTPUT: Record<string, Flag> = {
-  output: { type: 'string', short: 'o', value: 'FORMAT', help: 'print json or yaml instead of text' },
+  output: { type: 'string', short: 'o', value: 'FORMAT', choices: FORMATS, help: 'print json or yaml instead of text' },
 };
 
 const command = (
@@ -47,7 +62,9 @@ const command = (
   args: readonly string[],
   flags: Record<string, Flag>,
   examples: readonly string[],
-): CommandSpec => ({ name, usage, summary, args, flags: { ...flags, ...GLOBAL }, examples });
+  load: () => Promise<Run>,
+  choices: Readonly<Record<string, readonly string[]>> = {},
+): CommandSpec => ({ name, usage, summary, args, flags: { ...flags, ...GLOBAL }, examples, choices, load });
 
 /**
  * An action's command: its usage line and flags derived from the arguments
@@ -62,7 +79,9 @@ function actionCommand(action: Action, summary: string, examples: readonly strin
       arg.kind === 'revision' ? { type: 'string', value: 'N', help: arg.help } : { type: 'boolean', help: arg.help },
     ]),
   );
-  return command(action, ['APP', ...usage].join(' '), summary, ['APP'], flags, examples);
+  return command(action, ['APP', ...usage].join(' '), summary, ['APP'], flags, examples, async () =>
+    (await import('./commands/actions.ts')).actionCommand(action),
+  );
 }
 
 export const COMMANDS: readonly CommandSpec[] = [
@@ -76,6 +95,7 @@ export const COMMANDS: readonly CommandSpec[] = [
       ...OUTPUT,
     },
     ['kubectl teal list -n demo', 'kubectl teal list -A -o yaml'],
+    async () => (await import('./commands/list.ts')).list,
   ),
   command(
     'get',
@@ -87,6 +107,7 @@ export const COMMANDS: readonly CommandSpec[] = [
       ...OUTPUT,
     },
     ['kubectl teal get weather', 'kubectl teal get weather -w', 'kubectl teal get weather -o json'],
+    async () => (await import('./commands/get.ts')).get,
   ),
   actionCommand('promote', 'Promote the revision in preview to active', [
     'kubectl teal promote weather',
@@ -121,6 +142,7 @@ export const COMMANDS: readonly CommandSpec[] = [
       ...OUTPUT,
     },
     ['kubectl teal status weather', 'kubectl teal status weather --timeout 10m || echo "not healthy"'],
+    async () => (await import('./commands/status.ts')).status,
   ),
   command(
     'logs',
@@ -145,6 +167,7 @@ export const COMMANDS: readonly CommandSpec[] = [
       'kubectl teal logs weather --commit 1a2b3c4',
       'kubectl teal logs weather --check smoke',
     ],
+    async () => (await import('./commands/logs.ts')).logs,
   ),
   command(
     'set',
@@ -153,39 +176,50 @@ export const COMMANDS: readonly CommandSpec[] = [
     ['image', 'APP', 'IMAGE'],
     {},
     ['kubectl teal set image weather registry.example.com/team/weather:1.4.2'],
+    async () => (await import('./commands/set-image.ts')).setImage,
+    { image: ['image'] },
   ),
-  command('version', '', 'Print the version of kubectl-teal', [], {}, ['kubectl teal version']),
+  command(
+    'completion',
+    SHELLS.join('|'),
+    'Print the script that completes kubectl-teal in bash, zsh or fish',
+    ['SHELL'],
+    {},
+    [
+      'source <(kubectl teal completion bash)',
+      'kubectl teal completion fish > ~/.config/fish/completions/kubectl-teal.fish',
+    ],
+    async () => (await import('./commands/completion.ts')).completion,
+    { SHELL: SHELLS },
+  ),
+  command(
+    'version',
+    '',
+    'Print the version of kubectl-teal',
+    [],
+    {},
+    ['kubectl teal version'],
+    async () => (await import('./commands/version.ts')).version,
+  ),
 ];
-
-/** The flags of every command; an action's arguments (a switch not given: false) among them. */
-export interface Flags extends ActionArgs {
-  namespace: string | undefined;
-  allNamespaces: boolean;
-  context: string | undefined;
-  kubeconfig: string | undefined;
-  output: Format | undefined;
-  help: boolean;
-  watch: boolean;
-  timeout: string | undefined;
-  follow: boolean;
-  commit: string | undefined;
-  check: string | undefined;
-}
 
 export type Parsed =
   | { kind: 'help'; command: CommandSpec | undefined }
   | { kind: 'run'; command: CommandSpec; args: string[]; flags: Flags };
 
-const findCommand = (name: string) => COMMANDS.find((c) => c.name === name);
+export const findCommand = (name: string) => COMMANDS.find((c) => c.name === name);
+
+/** How a flag is written: --name, and -x if it has a short form. */
+const flagWords = (name: string, flag: Flag): string[] => [`--${name}`, ...(flag.short ? [`-${flag.short}`] : [])];
+
+/** The words of the flags that take a value (the next word is the value). */
+const valueFlagWords = (flags: Record<string, Flag>): string[] =>
+  Object.entries(flags)
+    .filter(([, f]) => f.type === 'string')
+    .flatMap(([name, f]) => flagWords(name, f));
 
 /** Flags of any command that take a value, to skip it when looking for the command name. */
-const VALUE_FLAGS = new Set(
-  COMMANDS.flatMap((c) =>
-    Object.entries(c.flags)
-      .filter(([, f]) => f.type === 'string')
-      .flatMap(([name, f]) => [`--${name}`, ...(f.short ? [`-${f.short}`] : [])]),
-  ),
-);
+const VALUE_FLAGS = new Set(COMMANDS.flatMap((c) => valueFlagWords(c.flags)));
 
 /** A revision flag's number, read as Teal reads revisions everywhere, so the API and the intent accept it too. */
 function revisionNumber(value: string | undefined, flag: string, cmd: string): number | undefined {
@@ -208,7 +242,7 @@ function argValues(values: Values, cmd: string): ActionArgs {
 }
 
 /** Where the command is: the first word that is not a flag or a flag's value; -1 when there is none. */
-function commandIndex(argv: readonly string[]): number {
+export function commandIndex(argv: readonly string[]): number {
   for (let i = 0; i < argv.length; i += 1) {
     const arg = argv[i] ?? '';
     if (arg === '--') break;
@@ -266,6 +300,13 @@ function checkPositionals(spec: CommandSpec, positionals: readonly string[]): vo
   if (spec.name === 'set' && positionals[0] !== 'image') {
     throw new UsageError(`"set ${positionals[0] ?? ''}" is not a command: only "set image APP IMAGE"`, spec.name);
   }
+  spec.args.forEach((arg, i) => {
+    const allowed = spec.choices[arg];
+    const value = positionals[i] ?? '';
+    if (allowed && !allowed.includes(value)) {
+      throw new UsageError(`${spec.name} takes ${arg} ${allowed.join(', ')}, not "${value}"`, spec.name);
+    }
+  });
 }
 
 /** The flags every command reads, typed and checked. */

@@ -2,28 +2,17 @@
 // with the user's kubeconfig, so the API server enforces their RBAC, and it
 // never touches workloads: actions are intents on the App (DESIGN §3.2, §3.5).
 //
-// Each command's module is imported only when it runs, so a command loads only
-// what it uses: `version` nothing of client-node, `list` not the action rules.
-// In the bundle (scripts/bundle-cli.ts) each import is a chunk of its own.
-import { ACTIONS } from '../app/intents.ts';
-import { type CommandSpec, commandHelp, type Flags, mainHelp, parse } from './args.ts';
+// Each command's module is imported only when it runs (CommandSpec.load in
+// args.ts), so a command loads only what it uses: `version` nothing of
+// client-node, `list` not the action rules. In the bundle (scripts/bundle-cli.ts)
+// each import is a chunk of its own.
+import { type CommandSpec, commandHelp, mainHelp, parse } from './args.ts';
+import { COMPLETE } from './complete-protocol.ts';
 import { CliError, EXIT, UsageError } from './errors.ts';
 
-type Run = (args: string[], flags: Flags) => Promise<number> | number;
-
-const RUN: Record<string, () => Promise<Run>> = {
-  list: async () => (await import('./commands/list.ts')).list,
-  get: async () => (await import('./commands/get.ts')).get,
-  status: async () => (await import('./commands/status.ts')).status,
-  logs: async () => (await import('./commands/logs.ts')).logs,
-  set: async () => (await import('./commands/set-image.ts')).setImage,
-  version: async () => (await import('./commands/version.ts')).version,
-  ...Object.fromEntries(
-    ACTIONS.map((a) => [a, async (): Promise<Run> => (await import('./commands/actions.ts')).actionCommand(a)]),
-  ),
-};
-
 export async function main(argv: readonly string[]): Promise<number> {
+  // kubectl's plugin completion (kubectl_complete-teal), not a command of the user's.
+  if (argv[0] === COMPLETE) return (await import('./commands/complete.ts')).complete(argv.slice(1));
   let command: CommandSpec | undefined;
   try {
     const parsed = parse(argv);
@@ -32,9 +21,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       return EXIT.ok;
     }
     command = parsed.command;
-    const load = RUN[command.name];
-    if (!load) throw new UsageError(`unknown command "${command.name}"`);
-    const run = await load();
+    const run = await command.load();
     return await run(parsed.args, parsed.flags);
   } catch (err) {
     if (err instanceof UsageError) {

@@ -1,7 +1,7 @@
 // Output helpers: kubectl-style tables and ages, -o json|yaml, and colour
 // only when writing to a terminal (and NO_COLOR is unset).
 import { stringify } from 'yaml';
-import type { Format } from './args.ts';
+import type { Format } from './flags.ts';
 
 /** Columns separated by three spaces, as kubectl prints them. */
 export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {

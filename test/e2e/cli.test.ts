@@ -3,21 +3,23 @@
 // releases on the real control plane, once for each place the plugin runs
 // from: its bundle as `make cli` builds it, and the sources. Users are real
 // too: a ServiceAccount token in its own kubeconfig meets the API server's RBAC.
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { AppInput } from '../../src/app/schema.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { createApp, getApp, phase, waitForApp } from '../support/apps.ts';
-import { CLI_FROM, type CliFrom, type CliResult, cliEnv, teal as runTeal } from '../support/cli.ts';
+import { CLI_FROM, type CliFrom, type CliResult, cliEnv, completeTeal, teal as runTeal } from '../support/cli.ts';
 import { createRepo, type TestRepo } from '../support/git-server.ts';
 import { clients, createNamespace, tokenKubeconfig, WAIT_MS, waitFor } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 import { serviceAccount, userOf } from '../support/users.ts';
 
 const { authn } = clients();
+const bash = promisify(execFile).bind(null, 'bash');
 
 describe.each(CLI_FROM)('kubectl teal, run from the %s', (from: CliFrom) => {
   let ns: string;
@@ -379,6 +381,49 @@ describe.each(CLI_FROM)('kubectl teal, run from the %s', (from: CliFrom) => {
       // Nothing was written on the refused requests.
       const halt = (await getApp(ns, 'halt')) as { metadata: { annotations?: Record<string, string> } };
       expect(halt.metadata.annotations?.['intents.teal.dev/promote']).toBeUndefined();
+    });
+  });
+
+  describe('completion', () => {
+    /** kubectl's own completion of `kubectl teal <words>`, which runs kubectl_complete-teal. */
+    const complete = (...words: string[]) => completeTeal(words, inject('kubeconfig'), from);
+
+    it('completes commands and flags through kubectl __complete', async () => {
+      const command = await complete('pro');
+      expect(command.values, command.stderr).toEqual(['promote']);
+      expect(command.directive).toBe(4);
+      const flag = await complete('promote', 'web', '--skip');
+      expect(flag.values, flag.stderr).toEqual(['--skip-checks']);
+      const value = await complete('get', 'web', '-o', '');
+      expect(value.values, value.stderr).toEqual(['json', 'yaml']);
+    });
+
+    it("completes the names of the Apps in -n's namespace, and quietly none on an error", async () => {
+      await createApp(ns, imageApp('complete-me'));
+      await createApp(ns, imageApp('completely'));
+      const names = await complete('get', '-n', ns, 'complete');
+      expect(names.values, names.stderr).toEqual(['complete-me', 'completely']);
+      expect(names.directive).toBe(4);
+      const after = await complete('promote', '--namespace', ns, 'complete-');
+      expect(after.values, after.stderr).toEqual(['complete-me']);
+      const broken = await complete('get', '--kubeconfig', join(root, 'missing'), '-n', ns, '');
+      expect(broken).toMatchObject({ values: [], code: 0 });
+      expect(broken.stderr).not.toMatch(/error|warning|\n\s+at /i);
+    });
+
+    it('prints a bash script that sources without error and completes kubectl-teal', async () => {
+      const script = [
+        'set -e',
+        'source <(kubectl teal completion bash)',
+        'COMP_WORDS=(kubectl-teal get -n "$1" complete-)',
+        'COMP_CWORD=4',
+        '_kubectl_teal',
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion, not a template
+        'printf "%s\\n" "${COMPREPLY[@]}"',
+      ].join('\n');
+      const { stdout, stderr } = await bash(['-c', script, 'bash', ns], { env: cliEnv(inject('kubeconfig'), from) });
+      expect(stderr).toBe('');
+      expect(stdout).toBe('complete-me\n');
     });
   });
 });

@@ -38,10 +38,10 @@ export function cliEnv(kubeconfig: string, from: CliFrom = 'bundle'): NodeJS.Pro
   };
 }
 
-/** `kubectl teal <args>` through the real kubectl; never throws: a failure is its exit code and output. */
-export async function teal(args: string[], kubeconfig: string, from: CliFrom = 'bundle'): Promise<CliResult> {
+/** The real kubectl with `args`; never throws: a failure is its exit code and output. */
+async function kubectl(args: string[], kubeconfig: string, from: CliFrom): Promise<CliResult> {
   try {
-    const { stdout, stderr } = await run(join(inject('binDir'), 'kubectl'), ['teal', ...args], {
+    const { stdout, stderr } = await run(join(inject('binDir'), 'kubectl'), args, {
       env: cliEnv(kubeconfig, from),
       // A bound against hangs, above the longest --timeout a test gives.
       timeout: 2 * WAIT_MS,
@@ -51,6 +51,33 @@ export async function teal(args: string[], kubeconfig: string, from: CliFrom = '
     const e = err as { stdout?: string; stderr?: string; code?: unknown };
     return { stdout: e.stdout ?? '', stderr: e.stderr ?? '', code: typeof e.code === 'number' ? e.code : -1 };
   }
+}
+
+/** `kubectl teal <args>` through the real kubectl; never throws: a failure is its exit code and output. */
+export function teal(args: string[], kubeconfig: string, from: CliFrom = 'bundle'): Promise<CliResult> {
+  return kubectl(['teal', ...args], kubeconfig, from);
+}
+
+/** What `kubectl teal <words><TAB>` offers: the candidates' values and cobra's directive. */
+export interface Offered {
+  values: string[];
+  directive: number | undefined;
+  stderr: string;
+  code: number;
+}
+
+/**
+ * Asks the real kubectl what completes `kubectl teal <words>` (the last word the
+ * one being typed), as its shell script does: `kubectl __complete teal ...`,
+ * which runs kubectl_complete-teal from PATH.
+ */
+export async function completeTeal(words: string[], kubeconfig: string, from: CliFrom = 'bundle'): Promise<Offered> {
+  const result = await kubectl(['__complete', 'teal', ...words], kubeconfig, from);
+  const lines = result.stdout.split('\n').filter((line) => line !== '');
+  const last = lines.at(-1);
+  const directive = last?.startsWith(':') ? Number(last.slice(1)) : undefined;
+  const values = (directive === undefined ? lines : lines.slice(0, -1)).map((line) => line.split('\t')[0] ?? '');
+  return { values, directive, stderr: result.stderr, code: result.code };
 }
 
 /** Runs `kubectl teal <args> -n <namespace>`. */

@@ -1,6 +1,7 @@
 // The kubectl plugin as `make cli` builds it, laid out as an install without
-// the repository: bin/kubectl-teal (the launcher), dist/cli/ (the bundle, made
-// afresh from the sources) and node_modules/.bin/node (Node 24), and no src/ or
+// the repository: bin/kubectl-teal (the launcher) and bin/kubectl_complete-teal
+// (a link to it), dist/cli/ (the bundle, made afresh from the sources) and
+// node_modules/.bin/node (Node 24), and no src/ or
 // packages, so the launcher can only run the bundle and the bundle can only
 // use what is inside it. The e2e global setup makes one per run.
 import { execFile } from 'node:child_process';
@@ -21,6 +22,8 @@ export async function installPlugin(): Promise<string> {
   });
   mkdirSync(join(root, 'bin'));
   copyFileSync(join(ROOT, 'bin/kubectl-teal'), join(root, 'bin/kubectl-teal'));
+  // kubectl's plugin completion runs the launcher under this name, as in the repository.
+  symlinkSync('kubectl-teal', join(root, 'bin/kubectl_complete-teal'));
   mkdirSync(join(root, 'node_modules/.bin'), { recursive: true });
   symlinkSync(realpathSync(join(ROOT, 'node_modules/.bin/node')), join(root, 'node_modules/.bin/node'));
   return root;

@@ -16,8 +16,8 @@ import {
   viewOfApp,
 } from '../../rollout/action-rules.ts';
 import { type ObservedReplicaSet, observeReplicaSet } from '../../rollout/observed.ts';
-import type { Flags } from '../args.ts';
 import { CliError, EXIT } from '../errors.ts';
+import type { Flags } from '../flags.ts';
 import { type AppObject, Session } from '../kube.ts';
 
 const label = (app: AppObject) => `App "${app.metadata.name}"`;

@@ -1,7 +1,7 @@
 // `kubectl teal get APP [--watch]`: the tree, once or redrawn on every change.
 import { LABEL_APP } from '../../app/labels.ts';
-import type { Flags } from '../args.ts';
 import { CliError, EXIT } from '../errors.ts';
+import type { Flags } from '../flags.ts';
 import { oneAtATime, paths, Session } from '../kube.ts';
 import { formatData, useColour } from '../output.ts';
 import { type AppView, appView, renderApp } from '../tree.ts';

@@ -1,7 +1,7 @@
 // `kubectl teal list`: the printer columns of `kubectl get apps.teal.dev -o wide`
 // but the message.
-import type { Flags } from '../args.ts';
 import { EXIT } from '../errors.ts';
+import type { Flags } from '../flags.ts';
 import { type AppObject, Session, since } from '../kube.ts';
 import { age, formatData, paint, statusIcon, table, useColour } from '../output.ts';
 

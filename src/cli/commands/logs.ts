@@ -13,9 +13,9 @@ import { measurementKey } from '../../analysis/run.ts';
 import type { AppAnalysisRun } from '../../app/schema.ts';
 import { LABEL_COMMIT } from '../../build/job.ts';
 import { apiStatusOf, ignoreNotFound } from '../../kube/errors.ts';
-import type { Flags } from '../args.ts';
 import { CliError, EXIT, UsageError } from '../errors.ts';
 import { explain } from '../explain.ts';
+import type { Flags } from '../flags.ts';
 import { type AppObject, Session } from '../kube.ts';
 
 const JOB_NAME_LABEL = 'batch.kubernetes.io/job-name';

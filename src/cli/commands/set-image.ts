@@ -3,8 +3,8 @@
 // builds, so there it is refused rather than turned into a spec the API
 // server would reject (image and source are exclusive).
 import { IMAGE_REFERENCE } from '../../app/patterns.ts';
-import type { Flags } from '../args.ts';
 import { CliError, EXIT, UsageError } from '../errors.ts';
+import type { Flags } from '../flags.ts';
 import { Session } from '../kube.ts';
 
 const SPEC_WRITE = 'needs "update" and "patch" on apps.teal.dev, e.g. the teal-admin role';

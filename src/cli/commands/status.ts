@@ -3,8 +3,8 @@
 import { parseDuration } from '../../app/duration.ts';
 import { readIntents } from '../../app/intents.ts';
 import type { AnalysisKind, AppAnalysisRun } from '../../app/schema.ts';
-import type { Flags } from '../args.ts';
 import { CliError, EXIT, UsageError } from '../errors.ts';
+import type { Flags } from '../flags.ts';
 import { type AppObject, oneAtATime, Session } from '../kube.ts';
 import { formatData, showProgress, showStatus, useColour } from '../output.ts';
 import { RUN_NAMES } from '../tree.ts';
