@@ -24,7 +24,8 @@ _kubectl_teal() {
   for line in "\${lines[@]}"; do
     [[ -n $line ]] && COMPREPLY+=("\${line%%$'\\t'*}")
   done
-  if (( directive & ${NO_FILES} )); then compopt +o default 2>/dev/null; fi
+  # compopt works only while bash completes: sourced and run by hand, there is nothing to turn off.
+  if (( directive & ${NO_FILES} )); then compopt +o default 2>/dev/null || true; fi
 }
 complete -o default -F _kubectl_teal kubectl-teal
 `;
