@@ -30,9 +30,11 @@ import { waitFor } from '../support/wait.ts';
 import type { AgentConfig, Answer, TrafficStats } from './data-plane/agent.ts';
 import { type PodServe, podProbe, podServe, podStop, readyStatus } from './data-plane/pod-plan.ts';
 import { relayServer } from './data-plane/relay.ts';
+import { type LoadBalancer, type LoadBalancerOptions, startLoadBalancer } from './lb-model.ts';
 
 export type { Answer, TrafficStats } from './data-plane/agent.ts';
 export { DATA_PLANE_READY_REASON } from './data-plane/pod-plan.ts';
+export type { LoadBalancer, LoadBalancerOptions, Target } from './lb-model.ts';
 
 const run = promisify(execFile);
 
@@ -45,6 +47,8 @@ const AGENT = fileURLToPath(new URL('./data-plane/agent.ts', import.meta.url));
 const API_PORT = 6443;
 /** The address requests to ClusterIPs leave from, inside the namespace: neither a pod IP (10.244/16) nor a ClusterIP. */
 const CLIENT_IP = '10.254.254.1';
+/** Load balancer models' listeners take 10.253.0.<n>: neither a pod IP, a ClusterIP nor the client's. */
+const LB_ADDRESS_PREFIX = '10.253.0.';
 const HEALTHZ_PORT = 10256;
 const METRICS_PORT = 10249;
 /** The kubelet stand-in's look at the pods, and its readiness probes' period. */
@@ -85,6 +89,8 @@ export interface DataPlane {
   serving: () => Promise<string[]>;
   /** Keys (namespace/name) of the pods being stopped: in their preStop hook or draining. */
   stopping: () => Promise<string[]>;
+  /** A pod-aware load balancer model (lb-model.ts) in front of a Service, listening at an address of its own here. */
+  loadBalancer: (options: LoadBalancerOptions) => Promise<LoadBalancer>;
   stop: () => Promise<void>;
 }
 
@@ -276,7 +282,17 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     const call = control(join(dir, 'control.sock'));
     await waitForKubeProxy(agent, dir, call);
     kubelet = new Kubelet(options.kc, options.namespaces, call, log);
-    return dataPlaneApi(name, call, kubelet, stop);
+    const balancers: LoadBalancer[] = [];
+    const loadBalancer = async (lb: LoadBalancerOptions) => {
+      const started = await startLoadBalancer(options.kc, call, `${LB_ADDRESS_PREFIX}${balancers.length + 1}`, lb, log);
+      balancers.push(started);
+      return started;
+    };
+    const stopAll = async () => {
+      for (const lb of balancers) await lb.stop().catch((err) => log(`load balancer: ${String(err)}`));
+      await stop();
+    };
+    return dataPlaneApi(name, call, kubelet, loadBalancer, stopAll);
   } catch (err) {
     log(`data plane ${name} failed to start; kube-proxy said: ${tail(join(dir, 'kube-proxy.log'))}`);
     await stop();
@@ -333,7 +349,13 @@ type Serving = { keys: string[]; stopping: string[] };
 /** The agent's keys are namespace/name/uid. */
 const podKeyOf = (serverKey: string) => serverKey.split('/').slice(0, 2).join('/');
 
-function dataPlaneApi(name: string, call: Control, kubelet: Kubelet, stop: () => Promise<void>): DataPlane {
+function dataPlaneApi(
+  name: string,
+  call: Control,
+  kubelet: Kubelet,
+  loadBalancer: DataPlane['loadBalancer'],
+  stop: () => Promise<void>,
+): DataPlane {
   return {
     name,
     request: (url, timeoutMs = 5_000) => call<Answer>('/request', { url, timeoutMs }),
@@ -350,6 +372,7 @@ function dataPlaneApi(name: string, call: Control, kubelet: Kubelet, stop: () =>
     probeFailures: (key) => kubelet.probeFailures.get(key) ?? 0,
     serving: async () => (await call<Serving>('/serving')).keys.map(podKeyOf),
     stopping: async () => (await call<Serving>('/serving')).stopping.map(podKeyOf),
+    loadBalancer,
     stop,
   };
 }

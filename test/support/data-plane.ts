@@ -6,7 +6,7 @@ import { NODE_NAME } from '../cluster/cluster.ts';
 import { type DataPlane, dataPlaneUnavailable, startDataPlane } from '../cluster/data-plane.ts';
 import { kubeConfig } from './kube.ts';
 
-export type { Answer, DataPlane, Traffic, TrafficStats } from '../cluster/data-plane.ts';
+export type { Answer, DataPlane, LoadBalancer, Target, Traffic, TrafficStats } from '../cluster/data-plane.ts';
 export { DATA_PLANE_READY_REASON } from '../cluster/data-plane.ts';
 
 /** Why traffic tests are skipped here (not root, no namespaces, no nft or kube-proxy), or undefined. */

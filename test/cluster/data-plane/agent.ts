@@ -257,6 +257,97 @@ class TrafficLoop {
 const loops = new Map<string, TrafficLoop>();
 let nextLoop = 0;
 
+// ---------- the load balancer model's listener (test/cluster/lb-model.ts decides its targets)
+
+/**
+ * A TCP listener on an address of its own in the namespace that sends each
+ * new connection to one registered target (round robin), as an ALB in IP
+ * mode sends requests to its registered pod IPs. Connections already open to
+ * a draining target go on; a target dropped from both lists (its drain delay
+ * is over) has its open connections cut. With no registered target it answers
+ * 503, as an ALB whose target group has no registered target does.
+ */
+interface LbListener {
+  server: net.Server;
+  registered: string[];
+  draining: string[];
+  next: number;
+  /** Open connections by target (ip:port). */
+  open: Map<string, Set<net.Socket>>;
+  /** Every client connection still open, those answered 503 included, for close. */
+  clients: Set<net.Socket>;
+}
+
+const NO_TARGET =
+  'HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\nconnection: close\r\ncontent-length: 20\r\n\r\nno registered target';
+const listeners = new Map<string, LbListener>();
+
+function lbConnection(lb: LbListener, client: net.Socket): void {
+  lb.clients.add(client);
+  client.on('close', () => lb.clients.delete(client));
+  const target = lb.registered[lb.next++ % Math.max(1, lb.registered.length)];
+  if (!target) return void client.end(NO_TARGET);
+  const [host, port] = target.split(':');
+  const upstream = net.connect(Number(port), host ?? '');
+  const open = lb.open.get(target) ?? new Set<net.Socket>();
+  lb.open.set(target, open.add(client));
+  const close = () => {
+    open.delete(client);
+    client.destroy();
+    upstream.destroy();
+  };
+  client.on('error', close).on('close', close);
+  upstream.on('error', close).on('close', close);
+  client.pipe(upstream).pipe(client);
+}
+
+async function lbListen(ip: string, port: number): Promise<void> {
+  const key = `${ip}:${port}`;
+  if (listeners.has(key)) return;
+  await addIp(ip);
+  const lb: LbListener = {
+    server: net.createServer(),
+    registered: [],
+    draining: [],
+    next: 0,
+    open: new Map(),
+    clients: new Set(),
+  };
+  lb.server.on('connection', (client) => lbConnection(lb, client));
+  listeners.set(key, lb);
+  await new Promise<void>((resolve, reject) => {
+    lb.server.once('error', reject);
+    lb.server.listen(port, ip, () => resolve());
+  });
+}
+
+function lbOf(body: Body): LbListener {
+  const lb = listeners.get(String(body.listener));
+  if (!lb) throw new Error(`no load balancer listener ${String(body.listener)}`);
+  return lb;
+}
+
+function lbTargets(lb: LbListener, registered: string[], draining: string[]): void {
+  lb.registered = registered;
+  lb.draining = draining;
+  for (const [target, sockets] of lb.open) {
+    if (registered.includes(target) || draining.includes(target)) continue;
+    for (const socket of sockets) socket.destroy();
+    lb.open.delete(target);
+  }
+}
+
+async function lbClose(key: string): Promise<void> {
+  const lb = listeners.get(key);
+  if (!lb) return;
+  listeners.delete(key);
+  lbTargets(lb, [], []);
+  const closed = new Promise<void>((resolve) => lb.server.close(() => resolve()));
+  for (const client of lb.clients) client.destroy();
+  await closed;
+  await releaseIp(key.split(':')[0] ?? '');
+}
+
 // ---------- control
 
 type Body = Record<string, unknown>;
@@ -322,6 +413,17 @@ function routes(config: AgentConfig): Record<string, Route> {
       return loop.stats();
     },
     '/ruleset': async () => ({ text: (await run('nft', ['list', 'ruleset'])).stdout }),
+    '/lb/listen': async (b) =>
+      lbListen(String(b.ip), bounded(b.port, 'port', 1, 65_535)).then(() => ({ listener: `${b.ip}:${b.port}` })),
+    '/lb/targets': async (b) => {
+      const list = (v: unknown) => (Array.isArray(v) ? v.map(String) : []);
+      lbTargets(lbOf(b), list(b.registered), list(b.draining));
+      return {};
+    },
+    '/lb/open': async (b) => ({
+      open: Object.fromEntries([...lbOf(b).open].map(([target, sockets]) => [target, sockets.size])),
+    }),
+    '/lb/close': async (b) => lbClose(String(b.listener)).then(() => ({})),
   };
 }
 
