@@ -13,14 +13,10 @@ import type { CachedApp } from '../../src/app/cached.ts';
 import { ACTION_ARGS, ACTIONS, type Action, type ActionArgs, argsOf } from '../../src/app/intents.ts';
 import type { RevisionStatus } from '../../src/app/schema.ts';
 import { parse } from '../../src/cli/args.ts';
+import { revisionStatus } from '../fixtures/app-status.ts';
 
 const T0 = '2026-11-21T10:00:00.000Z';
-const revision = (n: number): RevisionStatus => ({
-  revision: n,
-  image: `registry.example.com/team/web:${n}`,
-  podTemplateHash: `hash${n}`,
-  replicaSet: `web-hash${n}`,
-});
+const revision = (n: number): RevisionStatus => revisionStatus(n);
 
 /** Healthy on revision 1: nothing in preview, so promote is refused, pause allowed. */
 const SETTLED: CachedApp = {

@@ -13,39 +13,13 @@ import { ApiError } from '../../src/api/errors.ts';
 import type { CachedApp } from '../../src/app/cached.ts';
 import { INTENT_SCHEMAS, intentAnnotation } from '../../src/app/intents.ts';
 import type { AppAnalysisRun, RevisionStatus } from '../../src/app/schema.ts';
+import { analysisRun, revisionStatus } from '../fixtures/app-status.ts';
 
 const T0 = '2026-11-21T10:00:00.000Z';
 
-const revision = (n: number): RevisionStatus => ({
-  revision: n,
-  image: `registry.example.com/team/web:${n}`,
-  podTemplateHash: `hash${n}`,
-  replicaSet: `web-hash${n}`,
-});
+const revision = (n: number): RevisionStatus => revisionStatus(n);
 
-const run = (phase: AppAnalysisRun['phase']): AppAnalysisRun => ({
-  id: 'web-2-pre-1',
-  revision: 2,
-  podTemplateHash: 'hash2',
-  phase,
-  message: 'check healthz: 1 of 3 measured',
-  startedAt: T0,
-  checks: [
-    {
-      name: 'healthz',
-      provider: 'web',
-      phase: 'Running',
-      taken: 1,
-      count: 1,
-      successful: 1,
-      failed: 0,
-      inconclusive: 0,
-      error: 0,
-      consecutiveError: 0,
-      measurements: [{ n: 1, phase: 'Successful', value: '{"ok":true}', startedAt: T0, finishedAt: T0 }],
-    },
-  ],
-});
+const run = (phase: AppAnalysisRun['phase']): AppAnalysisRun => analysisRun(2, T0, { id: 'web-2-pre-1', phase });
 
 /** Revision 2 in preview, its pre-promotion checks in the given phase; revision 1 active. */
 const cached = (phase: AppAnalysisRun['phase']): CachedApp => ({

@@ -13,42 +13,15 @@ import type { Flags } from '../../src/cli/flags.ts';
 import { readApp } from '../../src/cli/kube.ts';
 import { appView as cliView, renderApp } from '../../src/cli/tree.ts';
 import { actionVerdict, UNKNOWN, viewOfApp } from '../../src/rollout/action-rules.ts';
+import { analysisRun, revisionStatus } from '../fixtures/app-status.ts';
 
 const T0 = '2026-11-26T20:00:00.000Z';
 const SHA = 'a'.repeat(40);
 const actor = { by: 'bob', via: 'cli', at: T0 };
 
-const revision = (n: number): RevisionStatus => ({
-  revision: n,
-  image: `registry.example.com/team/web:${n}`,
-  podTemplateHash: `hash${n}`,
-  replicaSet: `web-hash${n}`,
-  commit: SHA,
-});
+const revision = (n: number): RevisionStatus => revisionStatus(n, { commit: SHA });
 
-const run = (n: number, kind: 'pre' | 'post'): AppAnalysisRun => ({
-  id: `web-${n}-${kind}-1`,
-  revision: n,
-  podTemplateHash: `hash${n}`,
-  phase: 'Running',
-  message: 'check healthz: 1 of 3 measured',
-  startedAt: T0,
-  checks: [
-    {
-      name: 'healthz',
-      provider: 'web',
-      phase: 'Running',
-      taken: 1,
-      count: 1,
-      successful: 1,
-      failed: 0,
-      inconclusive: 0,
-      error: 0,
-      consecutiveError: 0,
-      measurements: [{ n: 1, phase: 'Successful', value: '{"ok":true}', startedAt: T0, finishedAt: T0 }],
-    },
-  ],
-});
+const run = (n: number, kind: 'pre' | 'post'): AppAnalysisRun => analysisRun(n, T0, { id: `web-${n}-${kind}-1` });
 
 /** A status with every field the schema has, each valid: revision 3 in preview over 2, checks running. */
 const FULL: AppStatus = {
