@@ -86,13 +86,16 @@ export function visibleRows(rows: readonly Row[], view: ListView): Row[] {
         )),
   );
   const sign = view.dir === 'asc' ? 1 : -1;
-  return shown.sort((a, b) => sign * compare(a[view.sort], b[view.sort]) || a.key.localeCompare(b.key));
+  return shown.sort((a, b) => sign * compare(a[view.sort], b[view.sort]) || collator.compare(a.key, b.key));
 }
+
+// localeCompare's order, from one collator: building one per comparison makes a sort of 10,000 rows slow.
+const collator = new Intl.Collator();
 
 /** Numbers in order, text by locale; a missing revision sorts as empty text, before the others. */
 function compare(a: string | number | undefined, b: string | number | undefined): number {
   if (typeof a === 'number' && typeof b === 'number') return a - b;
-  return String(a ?? '').localeCompare(String(b ?? ''));
+  return collator.compare(String(a ?? ''), String(b ?? ''));
 }
 
 /** The distinct values of a column, sorted: the choices of a filter. */

@@ -185,3 +185,18 @@ export async function releaseAndPromote(namespace: string, name: string): Promis
   await intent(namespace, name, 'promote');
   return waitForApp(namespace, name, 'promoted', (a) => phase('Healthy')(a) && a.status?.active?.revision === 2);
 }
+
+/**
+ * Many Apps of one namespace, each e2eApp(name), created `inFlight` at a time: real objects of the
+ * API server for the tests that need thousands (the dashboard's windowed rows).
+ */
+export async function createManyApps(namespace: string, names: readonly string[], inFlight = 16): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < names.length) {
+      const name = names[next++] as string;
+      await createApp(namespace, e2eApp(name));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(inFlight, names.length) }, worker));
+}
