@@ -77,6 +77,20 @@ export const ChartValuesSchema = z.strictObject({
     value: z.string().regex(/^(|[\s\S]{32,})$/, 'empty, or at least 32 characters, e.g. `openssl rand -base64 32`'),
     key: z.string().regex(/^[-._a-zA-Z0-9]+$/, 'a Secret key'),
   }),
+  dashboard: z.strictObject({
+    maxStreams: z
+      .int()
+      .min(1)
+      .max(100_000)
+      .describe(
+        '--dashboard-max-streams: live streams open at once on each replica; a browser holds one, whatever its tabs.',
+      ),
+    maxStreamsPerSession: z
+      .int()
+      .min(1)
+      .max(1000)
+      .describe('--dashboard-max-streams-per-session: live streams one session or bearer token may hold open at once.'),
+  }),
   serviceAccount: z.strictObject({ create: z.boolean(), name: z.string(), annotations: stringMap }),
   rbac: z.strictObject({ create: z.boolean(), userRoles: z.boolean() }),
   admissionPolicy: z.strictObject({ enabled: z.boolean() }),

@@ -56,6 +56,16 @@ const ConfigFields = z.strictObject({
   sessionReviewIntervalMs: durationFlag('1s')
     .pipe(z.int().max(5 * 60_000, 'must be at most 5m'))
     .describe("How often a session's token is reviewed again."),
+  dashboardMaxStreams: z
+    .int()
+    .min(1)
+    .max(100_000)
+    .describe("The dashboard's live streams (GET /api/v1/stream) open at once on this replica."),
+  dashboardMaxStreamsPerSession: z
+    .int()
+    .min(1)
+    .max(1000)
+    .describe('Live streams one session (or bearer token) may hold open at once on this replica.'),
   buildkitImage: z.string().min(1),
   kanikoImage: z.string().min(1),
   defaultRegistry: z
@@ -119,6 +129,10 @@ export const USAGE = `teal: the Teal operator
   --session-review-interval 5m      a session's token is reviewed again this often; at most 5m (default: 5m)
   --dashboard-dir PATH              the dashboard's built files, served under / (default: ui/ beside dist/teal.js,
                                     or dist/ui/ of the repository when run from source; npm run bundle makes them)
+  --dashboard-max-streams N         live streams (GET /api/v1/stream) open at once on this replica; more get a 429
+                                    (default: 1000; a browser holds one, whatever its tabs)
+  --dashboard-max-streams-per-session N
+                                    live streams one session or bearer token may hold open at once (default: 4)
   --log-level LEVEL                 trace|debug|info|warn|error (default: info)
   --allow-file-git                  accept file:// git URLs (local development only)
   --buildkit-image IMAGE            build image for engine buildkit (default: ${DEFAULT_BUILD_IMAGES.buildkit})
@@ -185,6 +199,8 @@ function readFlags(argv: readonly string[], env: NodeJS.ProcessEnv) {
       'session-key-file': { type: 'string' },
       'session-review-interval': { type: 'string', default: '5m' },
       'dashboard-dir': { type: 'string' },
+      'dashboard-max-streams': { type: 'string', default: '1000' },
+      'dashboard-max-streams-per-session': { type: 'string', default: '4' },
       'buildkit-image': { type: 'string', default: DEFAULT_BUILD_IMAGES.buildkit },
       'kaniko-image': { type: 'string', default: DEFAULT_BUILD_IMAGES.kaniko },
       'default-registry': { type: 'string' },
@@ -226,6 +242,8 @@ function toConfigInput(values: Flags, env: NodeJS.ProcessEnv) {
     sessionKeyFile: values['session-key-file'],
     sessionReviewIntervalMs: values['session-review-interval'],
     dashboardDir: values['dashboard-dir'],
+    dashboardMaxStreams: Number(values['dashboard-max-streams']),
+    dashboardMaxStreamsPerSession: Number(values['dashboard-max-streams-per-session']),
     buildkitImage: values['buildkit-image'],
     kanikoImage: values['kaniko-image'],
     defaultRegistry: values['default-registry'],

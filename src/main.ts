@@ -202,6 +202,17 @@ async function httpServer(
     sessionReviewIntervalMs: config.sessionReviewIntervalMs,
     onLogin: (result) => metrics.logins.inc({ result }),
     dashboard: await dashboardFiles(p),
+    appEvents: () => apps.caches.apps,
+    streamLimits: {
+      maxStreams: config.dashboardMaxStreams,
+      maxStreamsPerSession: config.dashboardMaxStreamsPerSession,
+    },
+    streamObserver: {
+      open: (count) => metrics.streams.set(count),
+      sent: (type) => metrics.streamEvents.inc({ type }),
+      reset: () => metrics.streamResets.inc(),
+      refused: (limit) => metrics.streamsRefused.inc({ limit }),
+    },
   });
   const writer = new Writer(kubeConfig);
   await server.register(webhooksPlugin, {

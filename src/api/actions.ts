@@ -11,7 +11,7 @@
 // requests, identify (session.ts) finds the caller by bearer token or session
 // cookie, ApiGuard (access.ts) lets the caller in, ApiHandlers below answer,
 // and errorAnswer (errors.ts) maps what they throw.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { curlCommand, kubectlCommand } from '../app/action-commands.ts';
@@ -55,6 +55,7 @@ import { LoginThrottle } from './login-throttle.ts';
 import { identify, Sessions } from './session.ts';
 import { randomSessionKey, type SessionKey } from './session-cookie.ts';
 import { type LoginResult, sessionRoutes } from './session-routes.ts';
+import { type AppEvents, resumeOf, type Scope, StreamHub, type StreamLimits, type StreamObserver } from './stream.ts';
 
 /** The part of the App informer the API reads. */
 export type AppCache = Pick<Informer<CachedApp>, 'get' | 'list' | 'listByNamespace'>;
@@ -92,6 +93,12 @@ export interface ApiOptions {
   onLogin?: (result: LoginResult) => void;
   /** The dashboard's built files, served under / to callers with a session (dashboard.ts); none: no page. */
   dashboard?: DashboardFiles | undefined;
+  /** The App informer's events, which GET /api/v1/stream follows (stream.ts); none: no such route. */
+  appEvents?: () => AppEvents;
+  /** The stream's limits (--dashboard-max-streams, --dashboard-max-streams-per-session). */
+  streamLimits?: Partial<StreamLimits>;
+  /** Open streams, events sent, resets and refusals, for the metrics. */
+  streamObserver?: StreamObserver;
 }
 
 export const DEFAULT_API_BODY_LIMIT = 16 * 1024;
@@ -457,14 +464,97 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
     logger,
   });
   if (opts.dashboard) dashboardRoutes(fastify, { files: opts.dashboard, caller });
+  const guard = new ApiGuard(auth);
+  const handlers = new ApiHandlers(opts, kubeIntentWriter(opts.kubeConfig));
+  if (opts.appEvents) {
+    const hub = new StreamHub({
+      events: opts.appEvents,
+      ...(opts.streamLimits ? { limits: opts.streamLimits } : {}),
+      ...(opts.streamObserver ? { observer: opts.streamObserver } : {}),
+    });
+    // Before the server closes: it waits for open connections, and a stream stays open.
+    fastify.addHook('preClose', async () => hub.stop());
+    streamRoute(fastify, { hub, guard, handlers, auth, sessions, caller, logger });
+  }
   apiRoutes(fastify, {
-    guard: new ApiGuard(auth),
-    handlers: new ApiHandlers(opts, kubeIntentWriter(opts.kubeConfig)),
+    guard,
+    handlers,
     identifyOf: (request, reply) => async () => (await caller(request, reply)).user,
     bodyLimit,
     logger,
   });
 };
+
+interface StreamDeps {
+  hub: StreamHub;
+  guard: ApiGuard;
+  handlers: ApiHandlers;
+  auth: ApiAuth;
+  sessions: Sessions;
+  caller: (request: FastifyRequest, reply: FastifyReply) => ReturnType<typeof identify>;
+  logger: (request: FastifyRequest) => ApiLogger;
+}
+
+/**
+ * GET /api/v1/stream: admitted as GET /api/v1/apps is (the caller identified, its namespaces
+ * reviewed), then served by the hub on the raw reply, which also reviews the caller again
+ * with the credentials it came with (a renewed session cookie replacing the old).
+ */
+function streamRoute(fastify: FastifyInstance, deps: StreamDeps): void {
+  const { hub, guard, handlers, auth, sessions, caller, logger } = deps;
+  const admitted = new WeakMap<FastifyRequest, { scope: Scope; session: string }>();
+  fastify.get(
+    '/api/v1/stream',
+    {
+      logSerializers,
+      onRequest: async (request, reply) => {
+        const user = (await caller(request, reply)).user;
+        const scope = await guard.list(
+          async () => user,
+          {},
+          () => handlers.namespaces(),
+          logger(request),
+        );
+        const session = sessionOf(request.headers.authorization, sessions.cookieOf(request.headers.cookie));
+        hub.admit(session);
+        admitted.set(request, { scope: scope.namespaces, session });
+      },
+    },
+    async (request, reply) => {
+      const admission = admitted.get(request);
+      if (!admission) throw new ApiError(500, 'the stream was not admitted');
+      let credentials = { authorization: request.headers.authorization, cookie: request.headers.cookie };
+      const log = logger(request);
+      const review = async (): Promise<Scope> => {
+        const { user } = await identify(credentials, auth, sessions, (setCookie) => {
+          credentials = { ...credentials, cookie: setCookie.split(';')[0] };
+        });
+        return (
+          await guard.list(
+            async () => user,
+            {},
+            () => handlers.namespaces(),
+            log,
+          )
+        ).namespaces;
+      };
+      // The headers fastify and its hooks set (helmet's, a renewed session cookie) go with the stream's.
+      for (const [name, value] of Object.entries(reply.getHeaders())) {
+        if (value !== undefined) reply.raw.setHeader(name, value);
+      }
+      // Admitted again, as other streams may have opened since onRequest; nothing is sent before.
+      hub.admit(admission.session);
+      reply.hijack();
+      hub.open({ ...admission, review }, reply.raw, resumeOf(request.headers['last-event-id'], request.query));
+    },
+  );
+}
+
+/** What counts a caller's streams together: its bearer token, or its session cookie, hashed. */
+const sessionOf = (authorization: string | undefined, cookie: string | undefined): string =>
+  createHash('sha256')
+    .update(authorization ?? cookie ?? '')
+    .digest('hex');
 
 const header = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
 

@@ -127,6 +127,28 @@ export class Metrics {
     labelNames: ['result'],
     registers: [this.registry],
   });
+  readonly streams = new Gauge({
+    name: 'teal_dashboard_streams',
+    help: "The dashboard's live streams open (GET /api/v1/stream): one per browser, whatever its tabs",
+    registers: [this.registry],
+  });
+  readonly streamEvents = new Counter({
+    name: 'teal_dashboard_stream_events_total',
+    help: 'Events written to live streams, by type: snapshot, upsert, delete, resumed, reset, ended',
+    labelNames: ['type'],
+    registers: [this.registry],
+  });
+  readonly streamResets = new Counter({
+    name: 'teal_dashboard_stream_resets_total',
+    help: 'Live streams whose client fell too far behind: its buffer was dropped, and it gets a reset and a snapshot',
+    registers: [this.registry],
+  });
+  readonly streamsRefused = new Counter({
+    name: 'teal_dashboard_streams_refused_total',
+    help: 'Live streams refused with a 429, by limit: total (--dashboard-max-streams) or session (--dashboard-max-streams-per-session)',
+    labelNames: ['limit'],
+    registers: [this.registry],
+  });
   readonly gitResolve = new Histogram({
     name: 'teal_git_resolve_duration_seconds',
     help: 'ls-remote latency, one per repository poll',
