@@ -90,6 +90,11 @@ export const ChartValuesSchema = z.strictObject({
       .min(1)
       .max(1000)
       .describe('--dashboard-max-streams-per-session: live streams one session or bearer token may hold open at once.'),
+    anonymous: z
+      .enum(['off', 'read'])
+      .describe(
+        '--dashboard-anonymous: read lets pages and reads work without a session, as system:anonymous (RBAC decides what it sees); actions never.',
+      ),
   }),
   serviceAccount: z.strictObject({ create: z.boolean(), name: z.string(), annotations: stringMap }),
   rbac: z.strictObject({ create: z.boolean(), userRoles: z.boolean() }),

@@ -26,6 +26,9 @@ const durationFlag = (min: string) =>
     })
     .pipe(z.int().min(parseDuration(min), `must be at least ${min}`));
 
+/** --dashboard-anonymous: off (the default: no page or route without a session), or read. */
+export const DASHBOARD_ANONYMOUS = ['off', 'read'] as const;
+
 const ConfigFields = z.strictObject({
   kubeconfig: z.string().optional(),
   namespaces: z
@@ -53,6 +56,9 @@ const ConfigFields = z.strictObject({
   tlsKeyFile: z.string().optional(),
   sessionKeyFile: z.string().optional().describe('Seals the session cookies; replicas sharing it share sessions.'),
   dashboardDir: z.string().optional().describe("The dashboard's built files; by default the ui folder of the bundle."),
+  dashboardAnonymous: z
+    .enum(DASHBOARD_ANONYMOUS, `must be ${DASHBOARD_ANONYMOUS.join(' or ')}`)
+    .describe('read: read-only pages and read routes work without a session, as system:anonymous; actions never.'),
   sessionReviewIntervalMs: durationFlag('1s')
     .pipe(z.int().max(5 * 60_000, 'must be at most 5m'))
     .describe("How often a session's token is reviewed again."),
@@ -133,6 +139,9 @@ export const USAGE = `teal: the Teal operator
                                     (default: 1000; a browser holds one, whatever its tabs)
   --dashboard-max-streams-per-session N
                                     live streams one session or bearer token may hold open at once (default: 4)
+  --dashboard-anonymous=read        let pages and read routes (GET) work without a session, as the user
+                                    system:anonymous (group system:unauthenticated): RBAC decides what it sees;
+                                    an action always needs a session or a token (default: off; docs/dashboard.md)
   --log-level LEVEL                 trace|debug|info|warn|error (default: info)
   --allow-file-git                  accept file:// git URLs (local development only)
   --buildkit-image IMAGE            build image for engine buildkit (default: ${DEFAULT_BUILD_IMAGES.buildkit})
@@ -201,6 +210,7 @@ function readFlags(argv: readonly string[], env: NodeJS.ProcessEnv) {
       'dashboard-dir': { type: 'string' },
       'dashboard-max-streams': { type: 'string', default: '1000' },
       'dashboard-max-streams-per-session': { type: 'string', default: '4' },
+      'dashboard-anonymous': { type: 'string', default: 'off' },
       'buildkit-image': { type: 'string', default: DEFAULT_BUILD_IMAGES.buildkit },
       'kaniko-image': { type: 'string', default: DEFAULT_BUILD_IMAGES.kaniko },
       'default-registry': { type: 'string' },
@@ -244,6 +254,7 @@ function toConfigInput(values: Flags, env: NodeJS.ProcessEnv) {
     dashboardDir: values['dashboard-dir'],
     dashboardMaxStreams: Number(values['dashboard-max-streams']),
     dashboardMaxStreamsPerSession: Number(values['dashboard-max-streams-per-session']),
+    dashboardAnonymous: values['dashboard-anonymous'],
     buildkitImage: values['buildkit-image'],
     kanikoImage: values['kaniko-image'],
     defaultRegistry: values['default-registry'],

@@ -191,6 +191,9 @@ async function httpServer(
     metrics: metrics.registry,
     beforeScrape: () => apps.refreshGauges(),
   });
+  if (config.dashboardAnonymous === 'read') {
+    log.info('api: --dashboard-anonymous=read, pages and reads without credentials act as system:anonymous');
+  }
   await server.register(apiPlugin, {
     kubeConfig,
     apps: () => apps.caches.apps,
@@ -213,6 +216,7 @@ async function httpServer(
       reset: () => metrics.streamResets.inc(),
       refused: (limit) => metrics.streamsRefused.inc({ limit }),
     },
+    anonymousRead: config.dashboardAnonymous === 'read',
   });
   const writer = new Writer(kubeConfig);
   await server.register(webhooksPlugin, {

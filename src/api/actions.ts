@@ -46,7 +46,7 @@ import {
   type ListScope,
   type Permission,
 } from './access.ts';
-import { type ApiAuth, KubeAuth, type UserInfo } from './auth.ts';
+import { ANONYMOUS_USER, type ApiAuth, KubeAuth, type UserInfo } from './auth.ts';
 import { csrfProblem } from './csrf.ts';
 import { type DashboardFiles, dashboardRoutes } from './dashboard.ts';
 import { ApiError, errorAnswer } from './errors.ts';
@@ -99,6 +99,12 @@ export interface ApiOptions {
   streamLimits?: Partial<StreamLimits>;
   /** Open streams, events sent, resets and refusals, for the metrics. */
   streamObserver?: StreamObserver;
+  /**
+   * --dashboard-anonymous=read: pages and the read routes (GET) answer a caller without
+   * credentials as ANONYMOUS_USER, every read still authorized by a SubjectAccessReview for that
+   * user; an action never (401 without a session or a token).
+   */
+  anonymousRead?: boolean;
 }
 
 export const DEFAULT_API_BODY_LIMIT = 16 * 1024;
@@ -428,13 +434,18 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
     ...(opts.sessionReviewIntervalMs !== undefined ? { reviewIntervalMs: opts.sessionReviewIntervalMs } : {}),
   });
   const logger = (request: FastifyRequest): ApiLogger => opts.logger ?? request.log;
-  const caller = (request: FastifyRequest, reply: FastifyReply) =>
+  const identifyWith = (anonymous: UserInfo | undefined) => (request: FastifyRequest, reply: FastifyReply) =>
     identify(
       { authorization: request.headers.authorization, cookie: request.headers.cookie },
       auth,
       sessions,
       (setCookie) => void reply.header('set-cookie', setCookie),
+      anonymous,
     );
+  // The caller of an action (never anonymous), and of a read (anonymous when the flag allows).
+  const anonymous = opts.anonymousRead ? ANONYMOUS_USER : undefined;
+  const caller = identifyWith(undefined);
+  const reader = identifyWith(anonymous);
   acceptJson(fastify, bodyLimit);
   fastify.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
     const answer = errorAnswer(error, bodyLimit);
@@ -459,11 +470,11 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
   sessionRoutes(fastify, {
     sessions,
     throttle: new LoginThrottle(),
-    caller,
+    caller: reader,
     onLogin: opts.onLogin ?? (() => {}),
     logger,
   });
-  if (opts.dashboard) dashboardRoutes(fastify, { files: opts.dashboard, caller });
+  if (opts.dashboard) dashboardRoutes(fastify, { files: opts.dashboard, caller: reader });
   const guard = new ApiGuard(auth);
   const handlers = new ApiHandlers(opts, kubeIntentWriter(opts.kubeConfig));
   if (opts.appEvents) {
@@ -474,12 +485,13 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
     });
     // Before the server closes: it waits for open connections, and a stream stays open.
     fastify.addHook('preClose', async () => hub.stop());
-    streamRoute(fastify, { hub, guard, handlers, auth, sessions, caller, logger });
+    streamRoute(fastify, { hub, guard, handlers, auth, sessions, caller: reader, anonymous, logger });
   }
   apiRoutes(fastify, {
     guard,
     handlers,
     identifyOf: (request, reply) => async () => (await caller(request, reply)).user,
+    readerOf: (request, reply) => async () => (await reader(request, reply)).user,
     bodyLimit,
     logger,
   });
@@ -491,7 +503,10 @@ interface StreamDeps {
   handlers: ApiHandlers;
   auth: ApiAuth;
   sessions: Sessions;
+  /** Who calls: a read, so anonymous when --dashboard-anonymous=read and no credentials came. */
   caller: (request: FastifyRequest, reply: FastifyReply) => ReturnType<typeof identify>;
+  /** The anonymous user the caller may be, for the reviews again; undefined: never anonymous. */
+  anonymous: UserInfo | undefined;
   logger: (request: FastifyRequest) => ApiLogger;
 }
 
@@ -501,7 +516,7 @@ interface StreamDeps {
  * with the credentials it came with (a renewed session cookie replacing the old).
  */
 function streamRoute(fastify: FastifyInstance, deps: StreamDeps): void {
-  const { hub, guard, handlers, auth, sessions, caller, logger } = deps;
+  const { hub, guard, handlers, auth, sessions, caller, anonymous, logger } = deps;
   const admitted = new WeakMap<FastifyRequest, { scope: Scope; session: string }>();
   fastify.get(
     '/api/v1/stream',
@@ -515,7 +530,7 @@ function streamRoute(fastify: FastifyInstance, deps: StreamDeps): void {
           () => handlers.namespaces(),
           logger(request),
         );
-        const session = sessionOf(request.headers.authorization, sessions.cookieOf(request.headers.cookie));
+        const session = sessionOf(request.headers.authorization, sessions.cookieOf(request.headers.cookie), request.ip);
         hub.admit(session);
         admitted.set(request, { scope: scope.namespaces, session });
       },
@@ -526,9 +541,10 @@ function streamRoute(fastify: FastifyInstance, deps: StreamDeps): void {
       let credentials = { authorization: request.headers.authorization, cookie: request.headers.cookie };
       const log = logger(request);
       const review = async (): Promise<Scope> => {
-        const { user } = await identify(credentials, auth, sessions, (setCookie) => {
+        const renew = (setCookie: string) => {
           credentials = { ...credentials, cookie: setCookie.split(';')[0] };
-        });
+        };
+        const { user } = await identify(credentials, auth, sessions, renew, anonymous);
         return (
           await guard.list(
             async () => user,
@@ -550,10 +566,13 @@ function streamRoute(fastify: FastifyInstance, deps: StreamDeps): void {
   );
 }
 
-/** What counts a caller's streams together: its bearer token, or its session cookie, hashed. */
-const sessionOf = (authorization: string | undefined, cookie: string | undefined): string =>
+/**
+ * What counts a caller's streams together: its bearer token, or its session cookie, hashed; an
+ * anonymous reader's, by its address, so anonymous viewers do not share one allowance.
+ */
+const sessionOf = (authorization: string | undefined, cookie: string | undefined, address: string): string =>
   createHash('sha256')
-    .update(authorization ?? cookie ?? '')
+    .update(authorization ?? cookie ?? `anonymous ${address}`)
     .digest('hex');
 
 const header = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
@@ -574,12 +593,17 @@ interface RouteDeps {
   handlers: ApiHandlers;
   /** The request's caller, found when the guard asks. */
   identifyOf: (request: FastifyRequest, reply: FastifyReply) => Identify;
+  /** The same for a read route: anonymous when --dashboard-anonymous=read and no credentials came. */
+  readerOf: (request: FastifyRequest, reply: FastifyReply) => Identify;
   bodyLimit: number;
   logger: (request: FastifyRequest) => ApiLogger;
 }
 
 /** The routes: each guarded on request, before its body is read, then answered by its handler. */
-function apiRoutes(fastify: FastifyInstance, { guard, handlers, identifyOf, bodyLimit, logger }: RouteDeps): void {
+function apiRoutes(
+  fastify: FastifyInstance,
+  { guard, handlers, identifyOf, readerOf, bodyLimit, logger }: RouteDeps,
+): void {
   const admitted = new WeakMap<FastifyRequest, Admitted>();
   const scopes = new WeakMap<FastifyRequest, ListScope>();
   const noStore = (reply: FastifyReply, body: object) => reply.header('cache-control', 'no-store').send(body);
@@ -592,7 +616,7 @@ function apiRoutes(fastify: FastifyInstance, { guard, handlers, identifyOf, body
         const query = request.query as { namespace?: unknown };
         scopes.set(
           request,
-          await guard.list(identifyOf(request, reply), query, () => handlers.namespaces(), logger(request)),
+          await guard.list(readerOf(request, reply), query, () => handlers.namespaces(), logger(request)),
         );
       },
     },
@@ -608,7 +632,7 @@ function apiRoutes(fastify: FastifyInstance, { guard, handlers, identifyOf, body
     {
       logSerializers,
       onRequest: async (request, reply) => {
-        await guard.get(identifyOf(request, reply), request.params as AppParams, logger(request));
+        await guard.get(readerOf(request, reply), request.params as AppParams, logger(request));
       },
     },
     async (request, reply) => noStore(reply, handlers.get(request.params.ns, request.params.name)),
@@ -620,7 +644,7 @@ function apiRoutes(fastify: FastifyInstance, { guard, handlers, identifyOf, body
     {
       logSerializers,
       onRequest: async (request, reply) => {
-        readers.set(request, await guard.get(identifyOf(request, reply), request.params as AppParams, logger(request)));
+        readers.set(request, await guard.get(readerOf(request, reply), request.params as AppParams, logger(request)));
       },
     },
     async (request, reply) => {

@@ -21,6 +21,7 @@ import {
   type KubeConfig,
   type V1SubjectAccessReview,
 } from '@kubernetes/client-node';
+import { ANONYMOUS_USER as ANONYMOUS } from '../app/dashboard-pages.ts';
 import { GROUP, PLURAL } from '../app/schema.ts';
 import { errorMessage } from '../kube/errors.ts';
 import { ApiError, unauthorized } from './errors.ts';
@@ -32,6 +33,9 @@ export interface UserInfo {
   groups: string[];
   extra?: Record<string, string[]>;
 }
+
+/** The anonymous user of --dashboard-anonymous=read (app/dashboard-pages.ts names it), as a caller. */
+export const ANONYMOUS_USER: UserInfo = { username: ANONYMOUS.username, groups: [...ANONYMOUS.groups] };
 
 /** A request on apps.teal.dev: verb get, list, watch or an action; no namespace means cluster-wide. */
 export interface AccessRequest {

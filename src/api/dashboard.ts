@@ -3,13 +3,15 @@
 // /ui/. No anonymous access: without a session, every page but the login page
 // answers 401 (its body the same index.html, marked as served without a
 // session, so the UI shows the login page and returns to the page asked for
-// after it). The pages hold no data: what they show comes from /api/v1, which
+// after it). With --dashboard-anonymous=read the caller without credentials
+// is the anonymous user: its pages answer 200, marked so the UI shows them
+// read-only. The pages hold no data: what they show comes from /api/v1, which
 // authenticates and authorizes every call. The files are read once, at start.
 // Registered by apiPlugin, so its caller, error handler and CSRF rule apply.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { DASHBOARD_ASSETS, DASHBOARD_PAGES, NO_SESSION_META } from '../app/dashboard-pages.ts';
+import { ANONYMOUS_META, DASHBOARD_ASSETS, DASHBOARD_PAGES, NO_SESSION_META } from '../app/dashboard-pages.ts';
 import { ApiError } from './errors.ts';
 import type { Caller } from './session.ts';
 
@@ -26,14 +28,17 @@ export function readDashboardFiles(dir: string): DashboardFiles {
   return { html: read('index.html'), js: read('app.js'), css: read('app.css') };
 }
 
-/** index.html with NO_SESSION_META before its </head>; throws when it has none. */
-export function markedWithoutSession(html: Buffer): Buffer {
+/** index.html with this <meta> before its </head>; throws when it has none. */
+export function markedWith(html: Buffer, mark: { name: string; content: string }): Buffer {
   const text = html.toString('utf8');
   const head = text.indexOf('</head>');
   if (head < 0) throw new Error('dashboard: index.html has no </head>');
-  const meta = `<meta name="${NO_SESSION_META.name}" content="${NO_SESSION_META.content}" />\n  `;
+  const meta = `<meta name="${mark.name}" content="${mark.content}" />\n  `;
   return Buffer.from(`${text.slice(0, head)}${meta}${text.slice(head)}`);
 }
+
+/** index.html with NO_SESSION_META before its </head>; throws when it has none. */
+export const markedWithoutSession = (html: Buffer): Buffer => markedWith(html, NO_SESSION_META);
 
 /** A page's answer: 200 to a caller with a session (or a bearer token); without one, 200 for the login page only. */
 export const pageStatus = (path: string, signedIn: boolean): 200 | 401 =>
@@ -41,21 +46,25 @@ export const pageStatus = (path: string, signedIn: boolean): 200 | 401 =>
 
 export interface DashboardRouteDeps {
   files: DashboardFiles;
-  /** Who calls (session.ts identify); throws ApiError 401 without a session, 503 when a review fails. */
+  /**
+   * Who calls (session.ts identify), the anonymous user included when reads allow it; throws
+   * ApiError 401 without a session, 503 when a review fails.
+   */
   caller: (request: FastifyRequest, reply: FastifyReply) => Promise<Caller>;
 }
 
 export function dashboardRoutes(fastify: FastifyInstance, { files, caller }: DashboardRouteDeps): void {
   const withoutSession = markedWithoutSession(files.html);
+  const anonymous = markedWith(files.html, ANONYMOUS_META);
   for (const path of Object.values(DASHBOARD_PAGES)) {
     fastify.get(path, async (request, reply) => {
-      const signedIn = await hasCaller(request, reply, caller);
+      const via = await callerVia(request, reply, caller);
       // no-store: a new operator's page names its own script at once, and a page's answer depends on the cookie.
       return reply
-        .code(pageStatus(path, signedIn))
+        .code(pageStatus(path, via !== undefined))
         .header('cache-control', 'no-store')
         .type('text/html; charset=utf-8')
-        .send(signedIn ? files.html : withoutSession);
+        .send(via === undefined ? withoutSession : via === 'anonymous' ? anonymous : files.html);
     });
   }
   // The login page's script and style are public. Unhashed names: the browser asks again at each
@@ -69,21 +78,20 @@ export function dashboardRoutes(fastify: FastifyInstance, { files, caller }: Das
 }
 
 /**
- * Whether the request has a caller. Without one, the 401's headers (WWW-Authenticate, and the
- * Set-Cookie that clears an ended session) go on the reply; a failed review (503) is thrown, for
- * the API's error handler.
+ * How the request's caller came, or undefined without one. Without one, the 401's headers
+ * (WWW-Authenticate, and the Set-Cookie that clears an ended session) go on the reply; a failed
+ * review (503) is thrown, for the API's error handler.
  */
-async function hasCaller(
+async function callerVia(
   request: FastifyRequest,
   reply: FastifyReply,
   caller: DashboardRouteDeps['caller'],
-): Promise<boolean> {
+): Promise<Caller['via'] | undefined> {
   try {
-    await caller(request, reply);
-    return true;
+    return (await caller(request, reply)).via;
   } catch (err) {
     if (!(err instanceof ApiError && err.status === 401)) throw err;
     reply.headers(err.headers);
-    return false;
+    return undefined;
   }
 }

@@ -34,10 +34,10 @@ export interface SessionsOptions {
   now?: () => number;
 }
 
-/** A caller's user and how it came: a bearer header or a session cookie. */
+/** A caller's user and how it came: a bearer header, a session cookie, or nothing (anonymous, reads only). */
 export interface Caller {
   user: UserInfo;
-  via: 'bearer' | 'session';
+  via: 'bearer' | 'session' | 'anonymous';
 }
 
 /** What a request shows of who sends it. */
@@ -135,19 +135,23 @@ export class Sessions {
 
 /**
  * Who calls: a bearer header when there is one (curl, kubectl teal), else
- * the session cookie; neither is a 401. renew receives the Set-Cookie of a
- * session whose token was just reviewed again.
+ * the session cookie; neither is a 401, or the anonymous user when given (a
+ * read, with --dashboard-anonymous=read). Credentials that fail are a 401
+ * even then: an ended session says so rather than turning anonymous. renew
+ * receives the Set-Cookie of a session whose token was just reviewed again.
  */
 export async function identify(
   credentials: Credentials,
   auth: Pick<ApiAuth, 'authenticate'>,
   sessions: Sessions,
   renew: (setCookie: string) => void,
+  anonymous?: UserInfo,
 ): Promise<Caller> {
   if (credentials.authorization !== undefined && credentials.authorization !== '') {
     return { user: await auth.authenticate(credentials.authorization), via: 'bearer' };
   }
   const value = sessions.cookieOf(credentials.cookie);
+  if (value === undefined && anonymous !== undefined) return { user: anonymous, via: 'anonymous' };
   if (value === undefined) {
     throw unauthorized('log in (POST /api/v1/session) or send an Authorization: Bearer <token> header');
   }

@@ -12,3 +12,19 @@ export const DASHBOARD_ASSETS = { js: '/ui/app.js', css: '/ui/app.css' } as cons
  * would report as an error.
  */
 export const NO_SESSION_META = { name: 'teal-session', content: 'none' } as const;
+
+/**
+ * The <meta> of a page served to a caller without credentials under --dashboard-anonymous=read:
+ * the UI shows it read-only, as the anonymous user, with a way to log in.
+ */
+export const ANONYMOUS_META = { name: NO_SESSION_META.name, content: 'anonymous' } as const;
+
+/**
+ * Who calls without credentials when --dashboard-anonymous=read lets them read: the API server's
+ * own names for an unauthenticated request, so RoleBindings written for anonymous kubectl reads
+ * decide what the dashboard shows too.
+ */
+export const ANONYMOUS_USER: Readonly<{ username: string; groups: readonly string[] }> = {
+  username: 'system:anonymous',
+  groups: ['system:unauthenticated'],
+};

@@ -8,6 +8,8 @@ import type { AppViewLike } from './rows.ts';
 export interface User {
   username: string;
   groups?: string[];
+  /** Viewing without a session (--dashboard-anonymous=read): read-only, as system:anonymous. */
+  anonymous?: boolean;
 }
 
 /** An answer that was not the one hoped for: its status and the API's message. */
@@ -43,7 +45,10 @@ async function call(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unkn
   return parsed;
 }
 
-const userOf = (body: unknown): User => (body as { user: User }).user;
+const userOf = (body: unknown): User => {
+  const { user, via } = body as { user: User; via?: string };
+  return via === 'anonymous' ? { ...user, anonymous: true } : user;
+};
 
 /** Who is logged in, or undefined without a session. */
 export async function currentUser(): Promise<User | undefined> {

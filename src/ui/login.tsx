@@ -16,7 +16,7 @@ export function LoginPage() {
   const busy = useSignal(false);
   const next = nextOf(query.next);
   useEffect(() => {
-    if (user.value) route(next, true);
+    if (user.value && !user.value.anonymous) route(next, true);
   }, [next, route]);
 
   const submit = async (event: Event) => {

@@ -25,21 +25,45 @@ function Authenticated({ children }: { children: preact.ComponentChildren }) {
         <a class="brand" href="/apps">
           Teal
         </a>
-        <span class="who">
-          Logged in as <strong data-testid="username">{who.username}</strong>
-        </span>
-        <button
-          type="button"
-          onClick={async () => {
-            await logout();
-            user.value = null;
-            route('/login');
-          }}
-        >
-          Log out
-        </button>
+        {who.anonymous ? <AnonymousBar username={who.username} next={url} /> : <UserBar username={who.username} />}
       </header>
       <main>{children}</main>
+    </>
+  );
+}
+
+/** Who is logged in, and the way out. */
+function UserBar({ username }: { username: string }) {
+  const { route } = useLocation();
+  return (
+    <>
+      <span class="who">
+        Logged in as <strong data-testid="username">{username}</strong>
+      </span>
+      <button
+        type="button"
+        onClick={async () => {
+          await logout();
+          user.value = null;
+          route('/login');
+        }}
+      >
+        Log out
+      </button>
+    </>
+  );
+}
+
+/** Viewing without a session (--dashboard-anonymous=read): read-only, and the way to log in, back to this page. */
+function AnonymousBar({ username, next }: { username: string; next: string }) {
+  return (
+    <>
+      <span class="who">
+        Viewing as <strong data-testid="username">{username}</strong> (read only)
+      </span>
+      <a class="login-link" href={`/login?next=${encodeURIComponent(next)}`}>
+        Log in
+      </a>
     </>
   );
 }

@@ -1,7 +1,7 @@
 // Who is logged in, shared by every page: undefined until known, then a user
 // or null (no session).
 import { signal } from '@preact/signals';
-import { NO_SESSION_META } from '../app/dashboard-pages.ts';
+import { ANONYMOUS_META, ANONYMOUS_USER, NO_SESSION_META } from '../app/dashboard-pages.ts';
 import { currentUser, type User } from './api.ts';
 
 export const user = signal<User | null | undefined>(undefined);
@@ -13,12 +13,14 @@ export const sessionError = signal<string | undefined>(undefined);
  * nobody is logged in, and asking GET /api/v1/session would only get a 401, which the browser
  * reports as an error.
  */
-const servedWithoutSession = () =>
-  document.querySelector(`meta[name="${NO_SESSION_META.name}"]`)?.getAttribute('content') === NO_SESSION_META.content;
+const servedMark = () => document.querySelector(`meta[name="${NO_SESSION_META.name}"]`)?.getAttribute('content');
+
+const ANONYMOUS: User = { username: ANONYMOUS_USER.username, groups: [...ANONYMOUS_USER.groups], anonymous: true };
 
 export async function loadSession(): Promise<void> {
-  if (servedWithoutSession()) {
-    user.value = null;
+  const mark = servedMark();
+  if (mark === NO_SESSION_META.content || mark === ANONYMOUS_META.content) {
+    user.value = mark === ANONYMOUS_META.content ? ANONYMOUS : null;
     return;
   }
   try {

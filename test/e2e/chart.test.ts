@@ -174,6 +174,17 @@ describe('the rendered chart', () => {
     });
   });
 
+  it('lets anonymous reads in only when dashboard.anonymous is read', async () => {
+    const flag = async (set: string[]) =>
+      operatorContainer((await render('teal', 'platform', set)).objects).args.filter((a: string) =>
+        a.startsWith('--dashboard-anonymous'),
+      );
+    expect(await flag([])).toEqual([]);
+    expect(await flag(['--set', 'dashboard.anonymous=read'])).toEqual(['--dashboard-anonymous=read']);
+    const refused = await helm(['template', 'teal', CHART, '--set', 'dashboard.anonymous=write']);
+    expect(refused.stderr).toContain("at '/dashboard/anonymous'");
+  });
+
   it.each([
     ['default values', (_ns: string[]) => ['--include-crds']],
     ['non-default values', (ns: string[]) => ['--values', NON_DEFAULT, '--set', `watchNamespaces={${ns.join(',')}}`]],

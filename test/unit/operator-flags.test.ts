@@ -28,6 +28,7 @@ describe('operator flags', () => {
     [['--http-addr', '8081'], '--http-addr: must be host:port'],
     [['--tls-cert-file', '/tmp/cert.pem'], '--tls-cert-file and --tls-key-file go together'],
     [['--no-such-flag'], "Unknown option '--no-such-flag'"],
+    [['--dashboard-anonymous=write'], '--dashboard-anonymous: must be off or read'],
     [
       ['--egress-allow', '10.0.0.0/8,http://prometheus:9090'],
       '--egress-allow: "http://prometheus:9090": not a host name',
@@ -63,8 +64,11 @@ describe('operator flags', () => {
         httpAddr: '127.0.0.1:8081',
         // Checks and notifications keep off the guarded addresses unless the operator lists them.
         egressAllow: [],
+        // No page or read without a session unless asked.
+        dashboardAnonymous: 'off',
       },
     });
+    expect(readCommandLine(['--dashboard-anonymous=read'], {})).toMatchObject({ run: { dashboardAnonymous: 'read' } });
   });
 
   it('--egress-allow may repeat and take commas', () => {

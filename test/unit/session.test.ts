@@ -3,7 +3,7 @@
 // session's token is reviewed again. The real TokenReviews, cookies over HTTP
 // and two replicas sharing a key: test/e2e/session.test.ts.
 import { describe, expect, it } from 'vitest';
-import type { UserInfo } from '../../src/api/auth.ts';
+import { ANONYMOUS_USER, type UserInfo } from '../../src/api/auth.ts';
 import { csrfProblem } from '../../src/api/csrf.ts';
 import { unauthorized } from '../../src/api/errors.ts';
 import { LoginThrottle } from '../../src/api/login-throttle.ts';
@@ -207,5 +207,24 @@ describe('Sessions', () => {
       status: 401,
       message: 'log in (POST /api/v1/session) or send an Authorization: Bearer <token> header',
     });
+  });
+
+  it('with anonymous reads allowed, a request without credentials is the anonymous user; failing credentials stay a 401', async () => {
+    const t = sessions(new Map([['ann-token', ann]]));
+    const renew = () => {};
+    expect(await identify({}, t.auth, t.s, renew, ANONYMOUS_USER)).toEqual({ user: ANONYMOUS_USER, via: 'anonymous' });
+    expect(await identify({ cookie: 'other=1' }, t.auth, t.s, renew, ANONYMOUS_USER)).toMatchObject({
+      via: 'anonymous',
+    });
+    const cookie = (await t.s.login('ann-token')).setCookie.split(';')[0];
+    expect(await identify({ cookie }, t.auth, t.s, renew, ANONYMOUS_USER)).toEqual({ user: ann, via: 'session' });
+    // A bad token or a cookie that does not open is no anonymous read: the caller is told to log in again.
+    await expect(identify({ authorization: 'Bearer nope' }, t.auth, t.s, renew, ANONYMOUS_USER)).rejects.toMatchObject({
+      status: 401,
+    });
+    await expect(
+      identify({ cookie: `${cookie?.split('=')[0]}=forged` }, t.auth, t.s, renew, ANONYMOUS_USER),
+    ).rejects.toMatchObject({ status: 401 });
+    expect(ANONYMOUS_USER).toEqual({ username: 'system:anonymous', groups: ['system:unauthenticated'] });
   });
 });
