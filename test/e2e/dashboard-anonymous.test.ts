@@ -18,6 +18,7 @@ import { createApp, getApp } from '../support/apps.ts';
 import { launchBrowser, openPage, seriousAxeViolations, type TestPage } from '../support/browser.ts';
 import { clients, createNamespace, waitFor } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
+import { dataOf, openSse, type SseStream } from '../support/sse.ts';
 
 let open: { name: string; remove: () => Promise<void> };
 let closed: { name: string; remove: () => Promise<void> };
@@ -26,6 +27,7 @@ let plain: Operator;
 let anonymous: Operator;
 let browser: Browser;
 const pages: TestPage[] = [];
+const streams: SseStream[] = [];
 
 const ANONYMOUS = { username: 'system:anonymous', groups: ['system:unauthenticated'] };
 
@@ -99,6 +101,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  for (const s of streams) s.close();
   await Promise.all(pages.map((p) => p.close()));
   await browser?.close();
   await Promise.all([plain?.stop(), anonymous?.stop()]);
@@ -131,6 +134,15 @@ describe('--dashboard-anonymous', () => {
     expect(((await hidden.json()) as { message: string }).message).toContain('User "system:anonymous" cannot get');
     // A namespace RBAC keeps from anonymous is refused when asked for by name, too.
     expect((await get(anonymous, `/api/v1/apps?namespace=${closed.name}`)).status).toBe(403);
+
+    // The live stream is a read too: its snapshot holds what anonymous may list, nothing else.
+    const stream = await openSse(`${base(anonymous)}/api/v1/stream`);
+    streams.push(stream);
+    expect(stream.status).toBe(200);
+    const snapshot = await stream.next('a snapshot', (e) => e.event === 'snapshot');
+    const rows = dataOf<{ rows: { namespace: string; name: string }[] }>(snapshot).rows;
+    expect(rows.map((r) => `${r.namespace}/${r.name}`)).toEqual([`${open.name}/web`]);
+    expect((await openSse(`${base(plain)}/api/v1/stream`)).status).toBe(401);
 
     const page = await get(anonymous, '/apps');
     expect(page.status).toBe(200);
