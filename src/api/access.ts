@@ -31,10 +31,13 @@ export function getAccess({ ns, name }: AppParams): AccessRequest {
   return { verb: 'get', namespace: ns, name };
 }
 
+/** The RBAC verb an action needs on apps.teal.dev: its own name (`verbs: ["promote"]`). */
+export const actionVerb = (action: Action): Action => action;
+
 /** POST /api/v1/namespaces/:ns/apps/:name/:action: the action as the verb; an unknown action is a 404. */
 export function actionAccess({ ns, name, action }: ActionParams): AccessRequest & { verb: Action } {
   if (!isAction(action)) throw new ApiError(404, `unknown action "${action}": one of ${ACTIONS.join(', ')}`);
-  return { verb: action, namespace: ns, name };
+  return { verb: actionVerb(action), namespace: ns, name };
 }
 
 /**
@@ -105,6 +108,22 @@ export class ApiGuard {
       }),
     );
     return { user, namespaces: allowed.flat() };
+  }
+
+  /**
+   * Of these namespaces (ones the caller may list), those where RBAC lets it take the action on
+   * its Apps: all of them when it may cluster-wide, else one review per namespace. These name
+   * no App, so they are cached (auth.ts cachedReview); a review that fails counts as no.
+   */
+  async allowedIn(user: UserInfo, action: Action, namespaces: readonly string[]): Promise<string[]> {
+    const verb = actionVerb(action);
+    if ((await this.permission(user, { verb })).allowed === true) return [...namespaces];
+    const answers = await Promise.all(
+      namespaces.map(async (namespace) =>
+        (await this.permission(user, { verb, namespace })).allowed === true ? [namespace] : [],
+      ),
+    );
+    return answers.flat();
   }
 
   get(identify: Identify, params: AppParams, log: ApiLogger): Promise<UserInfo> {

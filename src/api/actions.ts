@@ -627,6 +627,28 @@ function apiRoutes(
     },
   );
 
+  // GET /api/v1/permissions: of the namespaces the caller may list, those where it may promote
+  // (the dashboard's "waiting for me", app/dashboard-row.ts waitingFor). Admitted as the list is.
+  fastify.get(
+    '/api/v1/permissions',
+    {
+      logSerializers,
+      onRequest: async (request, reply) => {
+        scopes.set(
+          request,
+          await guard.list(readerOf(request, reply), {}, () => handlers.namespaces(), logger(request)),
+        );
+      },
+    },
+    async (request, reply) => {
+      const scope = scopes.get(request);
+      if (!scope) throw new ApiError(500, 'the request was not admitted');
+      const listed = scope.namespaces === 'all' ? handlers.namespaces() : scope.namespaces;
+      const promote = await guard.allowedIn(scope.user, 'promote', listed);
+      return noStore(reply, { promote: promote.sort() });
+    },
+  );
+
   fastify.get<{ Params: AppParams }>(
     '/api/v1/namespaces/:ns/apps/:name',
     {

@@ -7,13 +7,14 @@
 // session cookie, session.ts). TokenReviews are cached under a sha256 of the
 // token: a positive one for a few seconds, so a burst of calls costs one
 // review, and a rejected one for a minute, so a garbage token sent again and
-// again costs one review a minute. Access reviews of the list route (verb
-// list) go through the same kind of cache, by user and request, for
-// ACCESS_CACHE_TTL_MS: a list without a namespace asks one review per
-// namespace holding Apps, and the dashboard lists often, so a RoleBinding
-// changed shows in lists within that time (issue #25 bounds it at 30 s). Every
-// other review (get, each action) is asked anew: a revoked right stops an
-// action at once.
+// again costs one review a minute. Access reviews that name no App (the
+// list route's verb list, and what the dashboard asks of a namespace, such as
+// whether the user may promote there) go through the same kind of cache, by
+// user and request, for ACCESS_CACHE_TTL_MS: a list without a namespace asks
+// one review per namespace holding Apps, and the dashboard lists often, so a
+// RoleBinding changed shows in lists within that time (issue #25 bounds it at
+// 30 s). Every review naming an App (get, each action) is asked anew: a
+// revoked right stops an action at once.
 import { createHash } from 'node:crypto';
 import {
   AuthenticationV1Api,
@@ -96,8 +97,12 @@ export const REJECTED_TOKEN_TTL_MS = 60_000;
 /** The default of KubeAuthOptions.accessCacheTtlMs: well under the 30 s in which issue #25 wants RBAC changes applied. */
 export const ACCESS_CACHE_TTL_MS = 10_000;
 
-/** The verbs whose access reviews are cached: the reads of the list route. */
-const CACHED_VERBS: ReadonlySet<string> = new Set(['list']);
+/**
+ * Whether an access review is cached: one that names no App (a list, or what the user may do in
+ * a namespace, for the dashboard's filters). A review naming an App, as get and every action
+ * do, is asked anew each time.
+ */
+export const cachedReview = (request: AccessRequest): boolean => request.name === undefined;
 
 /** The token of an `Authorization: Bearer <token>` header, or undefined. */
 export function bearerToken(header: string | undefined): string | undefined {
@@ -204,7 +209,7 @@ export class KubeAuth implements ApiAuth {
   }
 
   async authorize(user: UserInfo, request: AccessRequest): Promise<void> {
-    if (!CACHED_VERBS.has(request.verb)) return this.reviewAccess(user, request);
+    if (!cachedReview(request)) return this.reviewAccess(user, request);
     return this.access.get(accessKey(user, request), this.accessTtl, () => this.reviewAccess(user, request));
   }
 

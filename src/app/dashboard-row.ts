@@ -81,3 +81,13 @@ export function dashboardRow({ metadata, status, spec }: RowSource): DashboardRo
 /** A preview that waits only for someone to promote it: its checks passed, or it has none. */
 export const awaitsPromotion = (row: DashboardRow): boolean =>
   row.preview !== undefined && (row.previewChecks === 'passed' || row.previewChecks === 'none');
+
+/**
+ * "Waiting for me" (issue #25 item 4): a preview this user may promote and whose checks passed.
+ * The one place its two facts meet: the row awaits a promote (awaitsPromotion above), in a
+ * namespace where RBAC lets the user promote (GET /api/v1/permissions says which).
+ */
+export const waitingFor = (
+  row: { namespace: string; awaitsPromotion: boolean },
+  promoteIn: ReadonlySet<string>,
+): boolean => row.awaitsPromotion && promoteIn.has(row.namespace);

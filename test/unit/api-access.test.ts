@@ -5,7 +5,7 @@
 import { errorCodes } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { ApiGuard, actionAccess, getAccess, listAccess } from '../../src/api/access.ts';
-import type { AccessRequest, ApiAuth, UserInfo } from '../../src/api/auth.ts';
+import { type AccessRequest, type ApiAuth, cachedReview, type UserInfo } from '../../src/api/auth.ts';
 import { ApiError, errorAnswer, unauthorized } from '../../src/api/errors.ts';
 
 const LIMIT = 16 * 1024;
@@ -191,5 +191,33 @@ describe('ApiGuard', () => {
       status: 401,
     });
     expect(g.logged).toEqual([]);
+  });
+
+  it('says where ann may promote: every namespace listed for a cluster-wide right, else those RBAC allows', async () => {
+    const listed = ['shop', 'team', 'other'];
+    const everywhere = guard(() => true);
+    expect(await everywhere.guard.allowedIn(ann, 'promote', listed)).toEqual(listed);
+    expect(everywhere.calls).toEqual(['authorize ann {"verb":"promote"}']);
+    const some = guard((request) => request.verb === 'promote' && request.namespace === 'team');
+    expect(await some.guard.allowedIn(ann, 'promote', listed)).toEqual(['team']);
+    expect(some.calls.slice(1).sort()).toEqual(
+      ['other', 'shop', 'team'].map((ns) => `authorize ann {"verb":"promote","namespace":"${ns}"}`),
+    );
+    // A review that fails is no permission, and not named: the filter shows less, never more.
+    const failing = guard((request) => {
+      if (request.namespace === 'shop') throw new ApiError(503, 'the access review failed');
+      return request.namespace === 'team';
+    });
+    expect(await failing.guard.allowedIn(ann, 'promote', listed)).toEqual(['team']);
+  });
+});
+
+describe('which access reviews are cached', () => {
+  it('those naming no App (a list, what may be done in a namespace); never one naming an App, as each action does', () => {
+    expect(cachedReview({ verb: 'list' })).toBe(true);
+    expect(cachedReview({ verb: 'list', namespace: 'team' })).toBe(true);
+    expect(cachedReview({ verb: 'promote', namespace: 'team' })).toBe(true);
+    expect(cachedReview({ verb: 'get', namespace: 'team', name: 'web' })).toBe(false);
+    expect(cachedReview({ verb: 'promote', namespace: 'team', name: 'web' })).toBe(false);
   });
 });

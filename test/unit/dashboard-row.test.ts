@@ -1,7 +1,7 @@
 // The dashboard's row of an App (src/app/dashboard-row.ts): what the Apps table
 // and its "waiting for me" filter read, small whatever the App holds.
 import { describe, expect, it } from 'vitest';
-import { awaitsPromotion, dashboardRow, MESSAGE_LIMIT } from '../../src/app/dashboard-row.ts';
+import { awaitsPromotion, dashboardRow, MESSAGE_LIMIT, waitingFor } from '../../src/app/dashboard-row.ts';
 import type { AppStatus } from '../../src/app/schema.ts';
 import { readAppStatus } from '../../src/app/status-reader.ts';
 import { analysisRun, revisionStatus } from '../fixtures/app-status.ts';
@@ -67,5 +67,15 @@ describe('the dashboard row', () => {
       spec: withChecks,
     });
     expect(Buffer.byteLength(JSON.stringify(full))).toBeLessThan(520);
+  });
+});
+
+describe('waiting for me', () => {
+  it('is a row awaiting a promote in a namespace where the user may promote, and nothing else', () => {
+    const promoteIn = new Set(['shop']);
+    expect(waitingFor({ namespace: 'shop', awaitsPromotion: true }, promoteIn)).toBe(true);
+    expect(waitingFor({ namespace: 'shop', awaitsPromotion: false }, promoteIn)).toBe(false);
+    expect(waitingFor({ namespace: 'blog', awaitsPromotion: true }, promoteIn)).toBe(false);
+    expect(waitingFor({ namespace: 'shop', awaitsPromotion: true }, new Set())).toBe(false);
   });
 });
