@@ -53,6 +53,7 @@ import { ApiError, errorAnswer } from './errors.ts';
 import { type ApiLogger, logSerializers } from './logger.ts';
 import { LoginThrottle } from './login-throttle.ts';
 import { identify, Sessions } from './session.ts';
+import { LoginCodes } from './session-codes.ts';
 import { randomSessionKey, type SessionKey } from './session-cookie.ts';
 import { type LoginResult, sessionRoutes } from './session-routes.ts';
 import { type AppEvents, resumeOf, type Scope, StreamHub, type StreamLimits, type StreamObserver } from './stream.ts';
@@ -470,6 +471,8 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
   sessionRoutes(fastify, {
     sessions,
     throttle: new LoginThrottle(),
+    codes: new LoginCodes(),
+    auth,
     caller: reader,
     onLogin: opts.onLogin ?? (() => {}),
     logger,

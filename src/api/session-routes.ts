@@ -1,23 +1,33 @@
 // /api/v1/session: log in with a bearer token in the JSON body (never in a
-// URL, where proxies and browser history would keep it), see who is logged
-// in, log out. Registered by apiPlugin, so its JSON parser, error handler,
+// URL, where proxies and browser history would keep it) or with a login code
+// (session-codes.ts), see who is logged in, log out; and
+// /api/v1/session/codes, where a bearer caller trades its token for a code. Registered by apiPlugin, so its JSON parser, error handler,
 // CSRF rule and log serializers apply here too.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { MAX_TOKEN_LENGTH, type UserInfo } from './auth.ts';
+import { type ApiAuth, bearerToken, MAX_TOKEN_LENGTH, type UserInfo } from './auth.ts';
 import { ApiError } from './errors.ts';
 import { type ApiLogger, logSerializers } from './logger.ts';
 import type { LoginThrottle } from './login-throttle.ts';
 import type { Caller, Sessions } from './session.ts';
+import { type LoginCodes, MAX_LOGIN_CODE_LENGTH } from './session-codes.ts';
 
 /** How a login ended, the label of teal_dashboard_logins_total. */
-export type LoginResult = 'ok' | 'bad_token' | 'rate_limited' | 'review_failed';
+export type LoginResult = 'ok' | 'bad_token' | 'bad_code' | 'rate_limited' | 'review_failed';
 
-const LoginBody = z.strictObject({ token: z.string().min(1).max(MAX_TOKEN_LENGTH) });
+const LoginBody = z.union([
+  z.strictObject({ token: z.string().min(1).max(MAX_TOKEN_LENGTH) }),
+  z.strictObject({ code: z.string().min(1).max(MAX_LOGIN_CODE_LENGTH) }),
+]);
+
+const BAD_CODE = 'the login code is unknown, already used or expired: run kubectl teal dashboard again';
 
 export interface SessionRouteDeps {
   sessions: Sessions;
   throttle: LoginThrottle;
+  codes: LoginCodes;
+  /** Reviews the bearer token of a request for a login code. */
+  auth: Pick<ApiAuth, 'authenticate'>;
   /** Who calls, by bearer header or session cookie (session.ts identify), for this request. */
   caller: (request: FastifyRequest, reply: FastifyReply) => Promise<Caller>;
   onLogin: (result: LoginResult) => void;
@@ -31,7 +41,7 @@ const whoami = (user: UserInfo, via: Caller['via']) => ({
 });
 
 export function sessionRoutes(fastify: FastifyInstance, deps: SessionRouteDeps): void {
-  const { sessions, throttle, onLogin, logger } = deps;
+  const { sessions, throttle, codes, onLogin, logger } = deps;
 
   fastify.post(
     '/api/v1/session',
@@ -51,10 +61,22 @@ export function sessionRoutes(fastify: FastifyInstance, deps: SessionRouteDeps):
     },
     async (request, reply) => {
       const body = LoginBody.safeParse(request.body);
-      if (!body.success) throw new ApiError(400, 'the body must be {"token": "<a Kubernetes bearer token>"}');
+      if (!body.success) {
+        throw new ApiError(
+          400,
+          'the body must be {"token": "<a Kubernetes bearer token>"} or {"code": "<a login code of kubectl teal dashboard>"}',
+        );
+      }
+      const token = 'token' in body.data ? body.data.token : codes.spend(body.data.code);
+      if (token === undefined) {
+        throttle.failed(request.ip);
+        onLogin('bad_code');
+        logger(request).info({ remoteAddress: request.ip }, 'login refused: bad login code');
+        throw new ApiError(401, BAD_CODE, { 'www-authenticate': 'Bearer' });
+      }
       let login: Awaited<ReturnType<Sessions['login']>>;
       try {
-        login = await sessions.login(body.data.token);
+        login = await sessions.login(token);
       } catch (err) {
         const rejected = err instanceof ApiError && err.status === 401;
         if (rejected) throttle.failed(request.ip);
@@ -74,6 +96,19 @@ export function sessionRoutes(fastify: FastifyInstance, deps: SessionRouteDeps):
   fastify.get('/api/v1/session', { logSerializers }, async (request, reply) => {
     const { user, via } = await deps.caller(request, reply);
     return reply.header('cache-control', 'no-store').send(whoami(user, via));
+  });
+
+  // Bearer callers only (kubectl teal dashboard): a browser with a session has no token to trade.
+  // The token is reviewed as for any API call, so a rejected one costs the API server as little.
+  fastify.post('/api/v1/session/codes', { logSerializers }, async (request, reply) => {
+    const authorization = request.headers.authorization;
+    const user = await deps.auth.authenticate(authorization);
+    const token = bearerToken(authorization);
+    if (token === undefined) throw new ApiError(500, 'the bearer token was accepted but cannot be read again');
+    const issued = codes.issue(token);
+    // The code is a credential until spent: this line names the user only.
+    logger(request).info({ user: user.username, remoteAddress: request.ip }, 'login code issued');
+    return reply.code(201).header('cache-control', 'no-store').send(issued);
   });
 
   // Needs no identity: forgetting a cookie harms no one; with the cookie, the CSRF rule guards it.

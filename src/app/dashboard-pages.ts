@@ -28,3 +28,21 @@ export const ANONYMOUS_USER: Readonly<{ username: string; groups: readonly strin
   username: 'system:anonymous',
   groups: ['system:unauthenticated'],
 };
+
+/**
+ * The name under which the login page's URL carries a single-use login code
+ * (kubectl teal dashboard): in the fragment, /login#code=..., which the browser
+ * never sends to a server, so no server or proxy can log it; the page takes it
+ * out of the URL before it spends it.
+ */
+export const LOGIN_CODE_KEY = 'code';
+
+/** The login page's path with a login code. */
+export const loginCodePath = (code: string): string =>
+  `${DASHBOARD_PAGES.login}#${LOGIN_CODE_KEY}=${encodeURIComponent(code)}`;
+
+/** The login code of a URL's fragment (location.hash, with or without its #), or undefined. */
+export function loginCodeOf(hash: string): string | undefined {
+  const code = new URLSearchParams(hash.startsWith('#') ? hash.slice(1) : hash).get(LOGIN_CODE_KEY);
+  return code === null || code === '' ? undefined : code;
+}

@@ -123,7 +123,7 @@ export class Metrics {
   });
   readonly logins = new Counter({
     name: 'teal_dashboard_logins_total',
-    help: 'Logins (POST /api/v1/session), by result: ok, bad_token, rate_limited, review_failed',
+    help: 'Logins (POST /api/v1/session), by result: ok, bad_token, bad_code, rate_limited, review_failed',
     labelNames: ['result'],
     registers: [this.registry],
   });

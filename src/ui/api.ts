@@ -65,6 +65,11 @@ export async function login(token: string): Promise<User> {
   return userOf(await call('POST', '/api/v1/session', { token }));
 }
 
+/** Logs in with a single-use login code of kubectl teal dashboard, also in the body. */
+export async function loginWithCode(code: string): Promise<User> {
+  return userOf(await call('POST', '/api/v1/session', { code }));
+}
+
 export async function logout(): Promise<void> {
   await call('DELETE', '/api/v1/session', {});
 }

@@ -5,6 +5,7 @@ import { useSignal } from '@preact/signals';
 import { useEffect } from 'preact/hooks';
 import { useLocation } from 'preact-iso/router';
 import { login } from './api.ts';
+import { codeError } from './login-code.ts';
 import { user } from './session.ts';
 
 /** Where to go after login: a page of this dashboard only, never another origin. */
@@ -12,7 +13,8 @@ const nextOf = (next: string | undefined) => (next?.startsWith('/') && !next.sta
 
 export function LoginPage() {
   const { route, query } = useLocation();
-  const error = useSignal<string | undefined>(undefined);
+  // A login code that failed (login-code.ts) shows as this form's error.
+  const error = useSignal<string | undefined>(codeError.peek());
   const busy = useSignal(false);
   const next = nextOf(query.next);
   useEffect(() => {

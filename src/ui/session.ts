@@ -3,6 +3,7 @@
 import { signal } from '@preact/signals';
 import { ANONYMOUS_META, ANONYMOUS_USER, NO_SESSION_META } from '../app/dashboard-pages.ts';
 import { currentUser, type User } from './api.ts';
+import { spendLoginCode, takeLoginCode } from './login-code.ts';
 
 export const user = signal<User | null | undefined>(undefined);
 /** Why the session could not be read (the operator unreachable, a 503): shown instead of a login form. */
@@ -18,6 +19,11 @@ const servedMark = () => document.querySelector(`meta[name="${NO_SESSION_META.na
 const ANONYMOUS: User = { username: ANONYMOUS_USER.username, groups: [...ANONYMOUS_USER.groups], anonymous: true };
 
 export async function loadSession(): Promise<void> {
+  const code = takeLoginCode();
+  if (code !== undefined) {
+    user.value = await spendLoginCode(code);
+    return;
+  }
   const mark = servedMark();
   if (mark === NO_SESSION_META.content || mark === ANONYMOUS_META.content) {
     user.value = mark === ANONYMOUS_META.content ? ANONYMOUS : null;
