@@ -64,7 +64,17 @@ const command = (
   examples: readonly string[],
   load: () => Promise<Run>,
   choices: Readonly<Record<string, readonly string[]>> = {},
-): CommandSpec => ({ name, usage, summary, args, flags: { ...flags, ...GLOBAL }, examples, choices, load });
+): CommandSpec => ({
+  name,
+  usage,
+  summary,
+  args,
+  // A command's own flag of a global name (dashboard's -n) keeps the global's place and takes its help.
+  flags: { ...flags, ...GLOBAL, ...Object.fromEntries(Object.entries(flags).filter(([flag]) => flag in GLOBAL)) },
+  examples,
+  choices,
+  load,
+});
 
 /**
  * An action's command: its usage line and flags derived from the arguments
@@ -178,6 +188,38 @@ export const COMMANDS: readonly CommandSpec[] = [
     ['kubectl teal set image weather registry.example.com/team/weather:1.4.2'],
     async () => (await import('./commands/set-image.ts')).setImage,
     { image: ['image'] },
+  ),
+  command(
+    'dashboard',
+    '[--no-browser] [--port N] [--address URL]',
+    "Open the web dashboard, logged in with the kubeconfig's token, through a port-forward to the operator",
+    [],
+    {
+      namespace: {
+        type: 'string',
+        short: 'n',
+        value: 'NS',
+        help: "the operator's namespace (default: teal-system)",
+      },
+      service: {
+        type: 'string',
+        value: 'NAME',
+        help: "the operator's Service (default: teal, the chart's, else teal-operator, config/'s)",
+      },
+      address: {
+        type: 'string',
+        value: 'URL',
+        help: "an operator on this machine instead, such as make dev's: http://127.0.0.1:8081",
+      },
+      port: { type: 'string', value: 'N', help: 'listen on 127.0.0.1:N (default: a free port)' },
+      'no-browser': { type: 'boolean', help: 'print the login URL instead of opening a browser' },
+    },
+    [
+      'kubectl teal dashboard',
+      'kubectl teal dashboard -n platform --service teal-operator --port 8080',
+      'kubectl teal dashboard --address http://127.0.0.1:8081 --no-browser',
+    ],
+    async () => (await import('./commands/dashboard.ts')).dashboard,
   ),
   command(
     'completion',
@@ -333,6 +375,10 @@ function flagsOf(spec: CommandSpec, values: Values): Flags {
     follow: bool('follow'),
     commit: str('commit'),
     check: str('check'),
+    port: str('port'),
+    address: str('address'),
+    service: str('service'),
+    noBrowser: bool('no-browser'),
   };
 }
 

@@ -20,4 +20,9 @@ export interface Flags extends ActionArgs {
   follow: boolean;
   commit: string | undefined;
   check: string | undefined;
+  /** dashboard: where to listen, what to reach, whether to open a browser. */
+  port: string | undefined;
+  address: string | undefined;
+  service: string | undefined;
+  noBrowser: boolean;
 }

@@ -82,6 +82,7 @@ ${PORT_OPTIONS.map((option) => `  ${option}: ${ports[option]}`).join('\n')}
   # Logs objects point kwok at a file to serve as a container's log: the build runner's real builds.
   enableCRDs:
   - Logs
+  - PortForward
 ---
 apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokConfiguration

@@ -3,7 +3,7 @@
 // (`make cli`, as users install it: support/plugin.ts) or from the sources
 // (bin/kubectl-teal of the repository, TEAL_CLI_FROM=source); test/e2e/cli.test.ts
 // runs every test with both.
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -88,4 +88,47 @@ export async function tealIn(namespace: string, ...args: string[]): Promise<CliR
 /** tealIn as the user of another kubeconfig (e.g. serviceAccountKubeconfig's). */
 export async function tealAs(kubeconfig: string, namespace: string, ...args: string[]): Promise<CliResult> {
   return teal([...args, '-n', namespace], kubeconfig);
+}
+
+/** A `kubectl teal` that runs until stopped (dashboard), its output collected. */
+export interface RunningTeal {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  /** Resolves with the exit code (-1 for a signal) once it exits. */
+  exited: Promise<number>;
+  /** SIGINT, as Ctrl-C sends, and its exit code. */
+  interrupt: () => Promise<number>;
+}
+
+/** Starts `kubectl teal <args>` through the real kubectl, with env added to its environment. */
+export function startTeal(
+  args: string[],
+  kubeconfig: string,
+  from: CliFrom = 'bundle',
+  env: NodeJS.ProcessEnv = {},
+): RunningTeal {
+  const child = spawn(join(inject('binDir'), 'kubectl'), ['teal', ...args], {
+    env: { ...cliEnv(kubeconfig, from), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const exited = new Promise<number>((resolve) => child.once('close', (code) => resolve(code ?? -1)));
+  return {
+    child,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    exited,
+    interrupt: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
+      return exited;
+    },
+  };
 }
