@@ -70,7 +70,10 @@ const command = (
   summary,
   args,
   // A command's own flag of a global name (dashboard's -n) keeps the global's place and takes its help.
-  flags: { ...flags, ...GLOBAL, ...Object.fromEntries(Object.entries(flags).filter(([flag]) => flag in GLOBAL)) },
+  flags: Object.fromEntries([
+    ...Object.entries(flags).filter(([flag]) => !(flag in GLOBAL)),
+    ...Object.entries(GLOBAL).map(([flag, global]) => [flag, flags[flag] ?? global] as const),
+  ]),
   examples,
   choices,
   load,

@@ -12,6 +12,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { KubeConfig } from '@kubernetes/client-node';
 import { type Delivery, startReceiver } from '../support/notify-receiver.ts';
 import { waitFor } from '../support/wait.ts';
 import { type Cluster, ensureBinaries, kubectlApply, startCluster, stopCluster, stopClusterSync } from './cluster.ts';
@@ -281,9 +282,20 @@ In another shell:
 The dashboard (docs/dashboard.md): open http://${HTTP_ADDR}/ and log in with the token this prints
 (the ServiceAccount ${DASHBOARD_USER}, teal-promoter in ${appNamespace}; the token is valid for an hour):
   kubectl create token ${DASHBOARD_USER} -n ${appNamespace}
+or let kubectl teal dashboard log you in, with a kubeconfig user that holds such a token:
+  kubectl config set-credentials ${DASHBOARD_USER} --token="$(kubectl create token ${DASHBOARD_USER} -n ${appNamespace})"
+  kubectl config set-context ${DASHBOARD_USER} --cluster=${clusterName(cluster)} --user=${DASHBOARD_USER}
+  kubectl teal dashboard --context ${DASHBOARD_USER} --address http://${HTTP_ADDR}
 
 examples/weather-app/README.md walks through abort, retry and the rest; docs/analysis.md explains the checks.
 Ctrl-C stops the operator${real ? ', the build runner, the registry' : ''} and the cluster, and removes them (the clone stays, for next time).`);
+}
+
+/** The name of the cluster in the kubeconfig make dev writes, for a context of another user. */
+function clusterName(cluster: Cluster): string {
+  const kc = new KubeConfig();
+  kc.loadFromFile(cluster.kubeconfig);
+  return kc.getCurrentCluster()?.name ?? 'kwok-teal-dev';
 }
 
 /** Each image is pushed as team/weather:<commit>; the App deploys the digest the registry gives for it. */

@@ -34,6 +34,17 @@ describe('completion of kubectl teal', () => {
     expect(valuesOf(offered('undo', 'web', '--to'))).toEqual(['--to-revision']);
     expect(valuesOf(offered('list', '-A', '-o', 'json', '--all'))).toEqual(['--all-namespaces']);
     expect(valuesOf(offered('logs', '-'))).toContain('-f');
+    expect(valuesOf(offered('dashboard', '--'))).toEqual([
+      '--service',
+      '--address',
+      '--port',
+      '--no-browser',
+      '--namespace',
+      '--context',
+      '--kubeconfig',
+      '--help',
+    ]);
+    expect(offered('dashboard', '')).toMatchObject({ kind: 'candidates', candidates: [] });
     // Before a command: the flags of every command.
     expect(valuesOf(offered('--'))).toEqual(Object.keys(GLOBAL).map((f) => `--${f}`));
   });
