@@ -198,6 +198,7 @@ async function httpServer(
     kubeConfig,
     apps: () => apps.caches.apps,
     replicaSets: () => apps.caches.replicaSets,
+    appKubeEvents: () => apps.caches.appKubeEvents,
     isReady,
     logger: log.child({ component: 'api' }),
     sessionKey: await sessionKey(p),

@@ -15,7 +15,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { curlCommand, kubectlCommand } from '../app/action-commands.ts';
-import { APPS_INDEX, type CachedApp } from '../app/cached.ts';
+import { APPS_INDEX, type CachedApp, type CachedAppEvent } from '../app/cached.ts';
 import {
   ACTIONS,
   type Action,
@@ -26,6 +26,7 @@ import {
   argsOf,
   encodeIntent,
   flagOf,
+  type IntentVia,
   intentAnnotation,
   readIntents,
 } from '../app/intents.ts';
@@ -46,13 +47,14 @@ import {
   type ListScope,
   type Permission,
 } from './access.ts';
+import { type AppEventView, appEvents, type RevisionPods, revisionPods } from './app-page.ts';
 import { ANONYMOUS_USER, type ApiAuth, KubeAuth, type UserInfo } from './auth.ts';
 import { csrfProblem } from './csrf.ts';
 import { type DashboardFiles, dashboardRoutes } from './dashboard.ts';
 import { ApiError, errorAnswer } from './errors.ts';
 import { type ApiLogger, logSerializers } from './logger.ts';
 import { LoginThrottle } from './login-throttle.ts';
-import { identify, Sessions } from './session.ts';
+import { type Caller, identify, Sessions } from './session.ts';
 import { LoginCodes } from './session-codes.ts';
 import { randomSessionKey, type SessionKey } from './session-cookie.ts';
 import { type LoginResult, sessionRoutes } from './session-routes.ts';
@@ -64,6 +66,9 @@ export type AppCache = Pick<Informer<CachedApp>, 'get' | 'list' | 'listByNamespa
 /** The part of the ReplicaSet informer the API reads: an App's ReplicaSets, by the index the reconciler uses. */
 export type ReplicaSetCache = Pick<SharedInformer<Cached<ObservedReplicaSet>>, 'byIndex'>;
 
+/** The part of the cache of Events about Apps the API reads: an App's, by the same index. */
+export type AppEventCache = Pick<SharedInformer<Cached<CachedAppEvent>>, 'byIndex'>;
+
 export interface ApiOptions {
   /** The operator's own identity: reviews tokens and access, and writes the intents. */
   kubeConfig: KubeConfig;
@@ -74,6 +79,8 @@ export interface ApiOptions {
    * operator; without it, the operator alone refuses those.
    */
   replicaSets?: () => ReplicaSetCache;
+  /** The Kubernetes Events about Apps, for the App page; without it the page shows none. */
+  appKubeEvents?: () => AppEventCache;
   /** False until the App cache has synced: every route answers 503 meanwhile. */
   isReady: () => boolean;
   /** Audit lines and failures; defaults to the request's logger. */
@@ -167,6 +174,14 @@ export interface AppView {
   };
   /** Actions recorded but not carried out yet, oldest first. */
   pendingIntents: PendingIntent[];
+}
+
+/** One App as GET /api/v1/namespaces/:ns/apps/:name shows it: its view, and what the App page adds. */
+export interface AppDetailView extends AppView {
+  /** Its ReplicaSets' pods, newest revision first (empty without the ReplicaSet cache). */
+  replicaSets: RevisionPods[];
+  /** Its Events, newest first. */
+  events: AppEventView[];
 }
 
 export function appView(app: CachedApp): AppView {
@@ -316,11 +331,18 @@ function kubeIntentWriter(kubeConfig: KubeConfig): IntentWriter {
  * the request says (the user already authenticated and authorized) and
  * answers a body, or throws an ApiError.
  */
+/**
+ * How an intent says it was recorded: "dashboard" for a caller with a session cookie, which only
+ * the login route sets, HttpOnly and SameSite=Strict, so only the dashboard's pages send it;
+ * "api" for a bearer token (curl, scripts).
+ */
+export const intentVia = (caller: Caller['via']): IntentVia => (caller === 'session' ? 'dashboard' : 'api');
+
 export class ApiHandlers {
-  private readonly opts: Pick<ApiOptions, 'apps' | 'replicaSets' | 'isReady'>;
+  private readonly opts: Pick<ApiOptions, 'apps' | 'replicaSets' | 'appKubeEvents' | 'isReady'>;
   private readonly writeIntent: IntentWriter;
 
-  constructor(opts: Pick<ApiOptions, 'apps' | 'replicaSets' | 'isReady'>, writeIntent: IntentWriter) {
+  constructor(opts: Pick<ApiOptions, 'apps' | 'replicaSets' | 'appKubeEvents' | 'isReady'>, writeIntent: IntentWriter) {
     this.opts = opts;
     this.writeIntent = writeIntent;
   }
@@ -352,10 +374,19 @@ export class ApiHandlers {
     ];
   }
 
-  /** GET /api/v1/namespaces/:ns/apps/:name. */
-  get(ns: string, name: string): AppView {
+  /** GET /api/v1/namespaces/:ns/apps/:name: the App's view, its ReplicaSets' pods and its Events, all as cached. */
+  get(ns: string, name: string): AppDetailView {
     this.ready();
-    return appView(this.lookup(ns, name));
+    const app = this.lookup(ns, name);
+    const events = this.opts
+      .appKubeEvents?.()
+      .byIndex(APPS_INDEX, `${ns}/${name}`)
+      .map((c) => c.value);
+    return {
+      ...appView(app),
+      replicaSets: revisionPods(this.replicaSetsOf(ns, name) ?? []),
+      events: appEvents(events ?? [], app.metadata.uid),
+    };
   }
 
   /**
@@ -370,10 +401,10 @@ export class ApiHandlers {
 
   /** POST /api/v1/namespaces/:ns/apps/:name/:action: the intent recorded, unless the App as cached refuses it (409). */
   async act(
-    request: { ns: string; name: string; action: Action; body: unknown; user: UserInfo },
+    request: { ns: string; name: string; action: Action; body: unknown; user: UserInfo; via: IntentVia },
     log: ApiLogger,
   ): Promise<{ accepted: true; action: Action; id: string }> {
-    const { ns, name, action, user } = request;
+    const { ns, name, action, user, via } = request;
     this.ready();
     const body = parseActionBody(action, request.body);
     const app = this.lookup(ns, name);
@@ -385,7 +416,7 @@ export class ApiHandlers {
     const intent = encodeIntent(action, {
       id: randomUUID(),
       by: user.username,
-      via: 'api',
+      via,
       at: new Date().toISOString(),
       ...body,
     });
@@ -490,10 +521,17 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
     fastify.addHook('preClose', async () => hub.stop());
     streamRoute(fastify, { hub, guard, handlers, auth, sessions, caller: reader, anonymous, logger });
   }
+  // How each request's caller came (bearer or session), found when the guard identifies it.
+  const callers = new WeakMap<FastifyRequest, Caller['via']>();
   apiRoutes(fastify, {
     guard,
     handlers,
-    identifyOf: (request, reply) => async () => (await caller(request, reply)).user,
+    identifyOf: (request, reply) => async () => {
+      const found = await caller(request, reply);
+      callers.set(request, found.via);
+      return found.user;
+    },
+    viaOf: (request) => intentVia(callers.get(request) ?? 'bearer'),
     readerOf: (request, reply) => async () => (await reader(request, reply)).user,
     bodyLimit,
     logger,
@@ -598,6 +636,8 @@ interface RouteDeps {
   identifyOf: (request: FastifyRequest, reply: FastifyReply) => Identify;
   /** The same for a read route: anonymous when --dashboard-anonymous=read and no credentials came. */
   readerOf: (request: FastifyRequest, reply: FastifyReply) => Identify;
+  /** How an action of this request is recorded: from the way its caller was identified. */
+  viaOf: (request: FastifyRequest) => IntentVia;
   bodyLimit: number;
   logger: (request: FastifyRequest) => ApiLogger;
 }
@@ -605,7 +645,7 @@ interface RouteDeps {
 /** The routes: each guarded on request, before its body is read, then answered by its handler. */
 function apiRoutes(
   fastify: FastifyInstance,
-  { guard, handlers, identifyOf, readerOf, bodyLimit, logger }: RouteDeps,
+  { guard, handlers, identifyOf, readerOf, viaOf, bodyLimit, logger }: RouteDeps,
 ): void {
   const admitted = new WeakMap<FastifyRequest, Admitted>();
   const scopes = new WeakMap<FastifyRequest, ListScope>();
@@ -696,7 +736,10 @@ function apiRoutes(
       const caller = admitted.get(request);
       if (!caller) throw new ApiError(500, 'request not authorized');
       const { user, action } = caller;
-      const accepted = await handlers.act({ ns, name, action, body: request.body, user }, logger(request));
+      const accepted = await handlers.act(
+        { ns, name, action, body: request.body, user, via: viaOf(request) },
+        logger(request),
+      );
       return reply.code(202).send(accepted);
     },
   );

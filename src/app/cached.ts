@@ -22,3 +22,22 @@ export interface CachedApp {
 
 /** The index of the caches of what an App owns (ReplicaSets, Jobs), by the App's namespace/name. */
 export const APPS_INDEX = 'app';
+
+/**
+ * An Event about an App, as cached for the dashboard's App page: what `kubectl describe`
+ * shows of it. Only the Events whose involvedObject is an App are cached (controller/cache.ts).
+ */
+export interface CachedAppEvent {
+  name: string;
+  namespace: string;
+  resourceVersion: string;
+  /** The App's name, and its uid when the Event names it (an App made again under the same name has another). */
+  app: string;
+  appUid?: string;
+  type: string;
+  reason: string;
+  message: string;
+  count: number;
+  /** The latest occurrence: lastTimestamp, else eventTime, else firstTimestamp, else creation. */
+  at: string;
+}

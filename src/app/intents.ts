@@ -105,7 +105,9 @@ export const INTENT_PREFIX = 'intents.teal.dev/';
 export const ANN_REFRESH = 'teal.dev/refresh-requested-at';
 export const intentAnnotation = (action: Action): string => `${INTENT_PREFIX}${action}`;
 
-export const VIAS = ['api', 'cli', 'kubectl'] as const;
+/** How an intent was recorded: the HTTP API with a bearer token, the dashboard (a session), the CLI, kubectl. */
+export const VIAS = ['api', 'dashboard', 'cli', 'kubectl'] as const;
+export type IntentVia = (typeof VIAS)[number];
 
 /** Who recorded an intent, when and how; with the action's arguments, its annotation's value. */
 const INTENT_FIELDS = {

@@ -464,7 +464,7 @@ export const HistoryEntrySchema = z.strictObject({
   createdAt: time,
   promotedAt: time.optional(),
   promotedBy: z.string().optional(),
-  promotedVia: z.string().optional().describe('auto, api, cli, kubectl, undo, abort or first-release.'),
+  promotedVia: z.string().optional().describe('auto, api, dashboard, cli, kubectl, undo, abort or first-release.'),
   checksSkipped: z.boolean().optional().describe('Promoted with --skip-checks (or --full) before its checks passed.'),
 });
 

@@ -4,10 +4,10 @@ import type { Logger } from 'pino';
 import { type AnalysisJobRef, LABEL_ANALYSIS, observeAnalysisJob } from '../analysis/job.ts';
 import { validateTemplate } from '../analysis/validate.ts';
 import { type AnalysisTemplateSpec, TEMPLATE_PLURAL } from '../app/analysis-schema.ts';
-import { APPS_INDEX, type CachedApp } from '../app/cached.ts';
+import { APPS_INDEX, type CachedApp, type CachedAppEvent } from '../app/cached.ts';
 import { ANN_REFRESH, INTENT_PREFIX } from '../app/intents.ts';
 import { LABEL_APP } from '../app/labels.ts';
-import { GROUP, PLURAL, VERSION } from '../app/schema.ts';
+import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from '../app/schema.ts';
 import { LABEL_BUILD } from '../build/job.ts';
 import { observeBuildPod, observeJob } from '../build/observed.ts';
 import type { ObservedBuildPod, ObservedJob } from '../build/plan.ts';
@@ -169,6 +169,40 @@ function observeConfigCopy(raw: RawObject, pool: StringPool): CachedConfigCopy |
     ...(app ? { app: pool.string(app) } : {}),
   };
 }
+/** Longest Event message kept: the EventRecorder writes at most 1,024 characters, others may write more. */
+const MAX_EVENT_MESSAGE = 1024;
+
+const text = (v: unknown): string => (typeof v === 'string' ? v : '');
+
+function observeAppEvent(raw: RawObject, pool: StringPool): Cached<CachedAppEvent> | undefined {
+  const m = raw.metadata;
+  const e = raw as {
+    involvedObject?: { name?: unknown; uid?: unknown };
+    type?: unknown;
+    reason?: unknown;
+    message?: unknown;
+    count?: unknown;
+    lastTimestamp?: unknown;
+    eventTime?: unknown;
+    firstTimestamp?: unknown;
+  };
+  const app = text(e.involvedObject?.name);
+  if (!m?.name || !m.namespace || app === '') return undefined;
+  const message = text(e.message);
+  return wrap({
+    name: m.name,
+    namespace: pool.string(m.namespace),
+    resourceVersion: m.resourceVersion ?? '',
+    app: pool.string(app),
+    ...(text(e.involvedObject?.uid) !== '' ? { appUid: pool.string(text(e.involvedObject?.uid)) } : {}),
+    type: pool.string(text(e.type) || 'Normal'),
+    reason: pool.string(text(e.reason)),
+    message: message.length > MAX_EVENT_MESSAGE ? `${message.slice(0, MAX_EVENT_MESSAGE - 1)}…` : message,
+    count: typeof e.count === 'number' ? e.count : 1,
+    at: text(e.lastTimestamp) || text(e.eventTime) || text(e.firstTimestamp) || text(m.creationTimestamp),
+  });
+}
+
 export const JOBS_INDEX = 'job';
 
 export interface Caches {
@@ -184,6 +218,13 @@ export interface Caches {
   configMaps: SharedInformer<Cached<CachedConfigMap>>;
   /** Teal's ConfigMap copies, their names only: one deleted by hand wakes its App (rollout/config-copies.ts). */
   configCopies: SharedInformer<Cached<CachedConfigCopy>>;
+  /**
+   * The Events about Apps, for the dashboard's App page (api/actions.ts). The one cache the
+   * controller does not read: held operator-wide so that an open page costs the API server no
+   * list and no watch of Events (issue #25); the field selector keeps other kinds' Events out,
+   * and the API server's event TTL (1 h by default) bounds how many there are.
+   */
+  appKubeEvents: SharedInformer<Cached<CachedAppEvent>>;
 }
 
 /**
@@ -252,7 +293,24 @@ export function makeCaches(kubeConfig: KubeConfig, namespaces: readonly string[]
     transform: (raw) => wrap(observeConfigCopy(raw, pool)),
     logger: logger.child({ informer: 'config-copies' }),
   });
-  return { apps, replicaSets, services, jobs, buildPods, analysisJobs, templates, configMaps, configCopies };
+  const appKubeEvents = informer<Cached<CachedAppEvent>>('/api/v1', 'events', {
+    fieldSelector: `involvedObject.apiVersion=${API_VERSION},involvedObject.kind=${KIND}`,
+    transform: (raw) => observeAppEvent(raw, pool),
+    logger: logger.child({ informer: 'app-events' }),
+  });
+  appKubeEvents.addIndex(APPS_INDEX, (e) => [`${e.value.namespace}/${e.value.app}`]);
+  return {
+    apps,
+    replicaSets,
+    services,
+    jobs,
+    buildPods,
+    analysisJobs,
+    templates,
+    configMaps,
+    configCopies,
+    appKubeEvents,
+  };
 }
 
 /**

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiHandlers, apiPlugin, appView, conflictOf, parseActionBody } from '../../src/api/actions.ts';
+import { ApiHandlers, apiPlugin, appView, conflictOf, intentVia, parseActionBody } from '../../src/api/actions.ts';
 import { ApiError } from '../../src/api/errors.ts';
 import type { CachedApp } from '../../src/app/cached.ts';
 import { INTENT_SCHEMAS, intentAnnotation } from '../../src/app/intents.ts';
@@ -195,7 +195,8 @@ describe('ApiHandlers, without fastify', () => {
 
   it('records an intent bound to the App uid, and writes nothing for a refused one', async () => {
     const { h, written } = handlers([cached('Running')]);
-    const act = (body: unknown) => h.act({ ns: 'ns', name: 'web', action: 'promote', body, user }, silent);
+    const act = (body: unknown) =>
+      h.act({ ns: 'ns', name: 'web', action: 'promote', body, user, via: intentVia('bearer') }, silent);
     await expect(act({})).rejects.toMatchObject({ status: 409 });
     expect(written).toEqual([]);
     const accepted = await act({ skipChecks: true });
@@ -208,5 +209,10 @@ describe('ApiHandlers, without fastify', () => {
       by: 'ann',
       via: 'api',
     });
+  });
+
+  it('records an action of a session (the dashboard) as via dashboard, of a bearer token as via api', () => {
+    expect(intentVia('session')).toBe('dashboard');
+    expect(intentVia('bearer')).toBe('api');
   });
 });

@@ -84,9 +84,11 @@ app.kubernetes.io/part-of: teal
 - apiGroups: [""]
   resources: ["configmaps"]
   verbs: ["get", "list", "watch", "create", "delete"]
+# Events: recorded on Apps; those about Apps watched too, for the dashboard's App page (one
+# cache for every open page, instead of a list per page).
 - apiGroups: [""]
   resources: ["events"]
-  verbs: ["create", "patch"]
+  verbs: ["create", "patch", "list", "watch"]
 {{- end -}}
 
 {{/* The HTTP API authenticates and authorizes its callers through the API server. */}}
