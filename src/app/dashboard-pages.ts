@@ -1,7 +1,11 @@
 // The dashboard's pages (issue #25): the paths the UI's router shows
 // (src/ui/main.tsx) and the operator answers with its index.html
 // (src/api/dashboard.ts), one list for both.
-export const DASHBOARD_PAGES = { home: '/', login: '/login', apps: '/apps' } as const;
+export const DASHBOARD_PAGES = { home: '/', login: '/login', apps: '/apps', app: '/apps/:namespace/:name' } as const;
+
+/** The App page's URL of an App. */
+export const appPageUrl = (namespace: string, name: string): string =>
+  `/apps/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`;
 
 /** Where the page's script and stylesheet are served. */
 export const DASHBOARD_ASSETS = { js: '/ui/app.js', css: '/ui/app.css' } as const;

@@ -3,6 +3,7 @@
 // ever holds it. A state-changing call sends JSON, which the CSRF rule
 // (src/api/csrf.ts) asks of a request carrying the cookie; the browser adds
 // Origin and Sec-Fetch-Site.
+import type { ActionEntryLike, AppDetailLike } from './app-view.ts';
 import type { AppViewLike } from './rows.ts';
 
 export interface User {
@@ -77,4 +78,30 @@ export async function logout(): Promise<void> {
 /** Every App the user may see: those of each namespace they may list. */
 export async function listApps(): Promise<AppViewLike[]> {
   return ((await call('GET', '/api/v1/apps')) as { items: AppViewLike[] }).items;
+}
+
+const appPath = (namespace: string, name: string) =>
+  `/api/v1/namespaces/${encodeURIComponent(namespace)}/apps/${encodeURIComponent(name)}`;
+
+/** One App's full view: status, revisions, checks, its ReplicaSets' pods and its Events, from the operator's caches. */
+export async function getApp(namespace: string, name: string): Promise<AppDetailLike> {
+  return (await call('GET', appPath(namespace, name))) as AppDetailLike;
+}
+
+/** Every action of the App, each with what the rules and RBAC say of it for this user. */
+export async function listActions(namespace: string, name: string): Promise<ActionEntryLike[]> {
+  return ((await call('GET', `${appPath(namespace, name)}/actions`)) as { actions: ActionEntryLike[] }).actions;
+}
+
+/**
+ * Takes an action: the operator records it as an intent with this user and via "dashboard"
+ * (the session cookie says where it comes from). A refusal is an ApiFailure: 409 with the rules' reason.
+ */
+export async function takeAction(
+  namespace: string,
+  name: string,
+  action: string,
+  body: Record<string, number | boolean>,
+): Promise<{ id: string }> {
+  return (await call('POST', `${appPath(namespace, name)}/${encodeURIComponent(action)}`, body)) as { id: string };
 }

@@ -5,6 +5,7 @@
 import { useSignal } from '@preact/signals';
 import { useEffect, useLayoutEffect, useMemo, useRef } from 'preact/hooks';
 import { useLocation } from 'preact-iso/router';
+import { appPageUrl } from '../app/dashboard-pages.ts';
 import { ApiFailure, listApps } from './api.ts';
 import { rowWindow } from './row-window.ts';
 import { type Column, choices, type ListView, type Row, rowOf, urlOf, viewOf, visibleRows } from './rows.ts';
@@ -186,7 +187,9 @@ function AppRow({ row: r, index }: { row: Row; index: number }) {
   return (
     <tr aria-rowindex={index + 2} class={index % 2 === 1 ? 'odd' : undefined}>
       <td class="id">{r.namespace}</td>
-      <td class="id">{r.name}</td>
+      <td class="id">
+        <a href={appPageUrl(r.namespace, r.name)}>{r.name}</a>
+      </td>
       <td>
         <span class={`phase phase-${r.phase.toLowerCase() || 'unknown'}`}>{r.phase || '—'}</span>
       </td>

@@ -6,6 +6,7 @@ import { useEffect } from 'preact/hooks';
 import { LocationProvider, Route, Router, useLocation } from 'preact-iso/router';
 import { DASHBOARD_PAGES as PAGES } from '../app/dashboard-pages.ts';
 import { logout } from './api.ts';
+import { AppPage } from './app-page.tsx';
 import { AppsPage } from './apps.tsx';
 import { LoginPage } from './login.tsx';
 import { loadSession, sessionError, user } from './session.ts';
@@ -93,6 +94,17 @@ function Apps() {
   );
 }
 
+function App(props: { params?: { namespace?: string; name?: string } }) {
+  const namespace = props.params?.namespace ?? '';
+  const name = props.params?.name ?? '';
+  return (
+    <Authenticated>
+      {/* keyed: another App's page starts afresh, not with this one's state */}
+      <AppPage key={`${namespace}/${name}`} namespace={namespace} name={name} />
+    </Authenticated>
+  );
+}
+
 function Dashboard() {
   if (sessionError.value) {
     return (
@@ -109,6 +121,7 @@ function Dashboard() {
         <Route path={PAGES.home} component={Home} />
         <Route path={PAGES.login} component={LoginPage} />
         <Route path={PAGES.apps} component={Apps} />
+        <Route path={PAGES.app} component={App} />
         <Route default component={NotFound} />
       </Router>
     </LocationProvider>
