@@ -73,6 +73,13 @@ RUNS ?=
 bench-cli: deps binaries cli ## kubectl teal (bundle and sources) beside kubectl get, on one control plane: median and p90 of N runs, with the load (bench/cli.ts)
 	node_modules/.bin/node bench/cli.ts $(if $(RUNS),--runs $(RUNS))
 
+# make bench-dashboard DASHBOARD_BENCH_ARGS='--apps 10000 --period 300': bench/dashboard.ts's flags.
+DASHBOARD_BENCH_ARGS ?=
+
+.PHONY: bench-dashboard
+bench-dashboard: deps binaries browser ## The dashboard's costs (issue #25): API requests per open tab, change-to-paint latency, 10,000 Apps (snapshot, first screen, rows, memory per stream) (bench/dashboard.ts)
+	node_modules/.bin/node bench/dashboard.ts $(DASHBOARD_BENCH_ARGS)
+
 # make dev REAL_BUILDS=1: the weather app built for real (BuildKit rootless, a local registry; root only).
 REAL_BUILDS ?=
 

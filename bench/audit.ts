@@ -8,6 +8,8 @@ export interface AuditEvent {
   stage: string;
   verb: string;
   userAgent?: string;
+  /** Who made the request, as authenticated. */
+  user?: { username?: string };
   requestReceivedTimestamp?: string;
   impersonatedUser?: { username?: string };
   objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string };

@@ -133,6 +133,29 @@ async function stopProcess(child: ChildProcess): Promise<void> {
 
 // ---- Teal ----
 
+/** A Teal operator run from the sources with these flags, its heap readable after a GC (heap-probe.mjs). */
+export interface OperatorProcess {
+  pid: number;
+  heap(): Promise<number | undefined>;
+  stop(): Promise<void>;
+  kill(): void;
+}
+
+export function spawnOperator(opts: { args: string[]; logFile: string; heapFile: string }): OperatorProcess {
+  const child = spawnLogged(
+    process.execPath,
+    ['--expose-gc', '--import', join(root, 'bench/heap-probe.mjs'), join(root, 'src/main.ts'), ...opts.args],
+    opts.logFile,
+    { ...process.env, TEAL_BENCH_HEAP_FILE: opts.heapFile },
+  );
+  return {
+    pid: child.pid ?? -1,
+    heap: () => tealHeap(child, opts.heapFile),
+    stop: () => stopProcess(child),
+    kill: () => child.kill('SIGKILL'),
+  };
+}
+
 export interface TealOptions extends SubjectOptions {
   /** Run src/main.ts even when the bundle exists. */
   source: boolean;
