@@ -6,13 +6,15 @@
 // object for that pod sends the kubelet's end of a port-forward to the
 // operator's port (test/cluster/cluster.ts enables the PortForward CRD). The
 // user is a ServiceAccount with a token kubeconfig and only the rights the
-// docs list: read Apps, and reach the operator (get services, list
-// endpointslices, create pods/portforward) in its namespace.
+// docs list: read Apps, and the shipped ClusterRole teal-dashboard (get
+// services, list endpointslices, get and create pods/portforward) bound in the
+// operator's namespace.
 
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PatchStrategy } from '@kubernetes/client-node';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { bundleUi } from '../../scripts/bundle-ui.ts';
@@ -20,12 +22,14 @@ import { NODE_NAME } from '../cluster/cluster.ts';
 import { launchBrowser, openPage, type TestPage } from '../support/browser.ts';
 import { CLI_FROM, type RunningTeal, startTeal, teal } from '../support/cli.ts';
 import { clients, createNamespace, tokenKubeconfig, waitFor } from '../support/kube.ts';
+import { find, parseManifests } from '../support/manifests.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 import { bind, serviceAccount, userOf } from '../support/users.ts';
 import { StopWaiting } from '../support/wait.ts';
 
 /** The operator pod's port, as the chart's Deployment names it. */
 const POD_PORT = 8081;
+const DASHBOARD_ROLE = 'teal-dashboard';
 const LOGIN_URL = /http:\/\/127\.0\.0\.1:(\d+)\/login#code=([A-Za-z0-9_-]{43})/;
 
 let apps: { name: string; remove: () => Promise<void> };
@@ -81,21 +85,16 @@ async function operatorInCluster(namespace: string, port: number): Promise<void>
   });
 }
 
-/** What the docs ask of a dashboard user in the operator's namespace. */
+/**
+ * The shipped ClusterRole teal-dashboard (config/rbac/roles.yaml, the chart's too), bound in the
+ * operator's namespace, as docs/dashboard.md says to.
+ */
 async function mayReachOperator(namespace: string, saNamespace: string, sa: string): Promise<void> {
-  await clients().rbac.createNamespacedRole({
-    namespace,
-    body: {
-      metadata: { name: 'teal-dashboard' },
-      rules: [
-        { apiGroups: [''], resources: ['services'], verbs: ['get'] },
-        { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list'] },
-        // A WebSocket port-forward is a GET; Kubernetes 1.36 checks create as well (create alone: 403).
-        { apiGroups: [''], resources: ['pods/portforward'], verbs: ['get', 'create'] },
-      ],
-    },
-  });
-  await bind(saNamespace, sa, 'Role', 'teal-dashboard', namespace);
+  const roles = parseManifests(await readFile(new URL('../../config/rbac/roles.yaml', import.meta.url), 'utf8'));
+  const [role] = find(roles, 'ClusterRole', DASHBOARD_ROLE);
+  if (!role) throw new Error(`config/rbac/roles.yaml has no ${DASHBOARD_ROLE}`);
+  await clients().objects.patch(role, undefined, undefined, 'teal-test', true, PatchStrategy.ServerSideApply);
+  await bind(saNamespace, sa, 'ClusterRole', DASHBOARD_ROLE, namespace);
   await waitFor(`${sa} may port-forward in ${namespace}`, async () => {
     const review = await clients().authz.createSubjectAccessReview({
       body: {
