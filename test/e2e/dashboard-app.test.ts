@@ -246,7 +246,7 @@ beforeAll(async () => {
   });
   base = `http://127.0.0.1:${operator.healthPort}`;
   // The page reads the pods from the operator's ReplicaSet cache: wait until it sees them all available.
-  await waitFor('the ReplicaSets of web available, as the API shows them', async () => {
+  await waitFor('the ReplicaSets of web available and its two Events, as the API shows them', async () => {
     const res = await fetch(`${base}/api/v1/namespaces/${ns.name}/apps/web`, {
       headers: { authorization: `Bearer ${tokens.viewer}` },
     });
