@@ -4,7 +4,6 @@
 // (src/api/csrf.ts) asks of a request carrying the cookie; the browser adds
 // Origin and Sec-Fetch-Site.
 import type { ActionEntryLike, AppDetailLike } from './app-view.ts';
-import type { AppViewLike } from './rows.ts';
 
 export interface User {
   username: string;
@@ -73,11 +72,6 @@ export async function loginWithCode(code: string): Promise<User> {
 
 export async function logout(): Promise<void> {
   await call('DELETE', '/api/v1/session', {});
-}
-
-/** Every App the user may see: those of each namespace they may list. */
-export async function listApps(): Promise<AppViewLike[]> {
-  return ((await call('GET', '/api/v1/apps')) as { items: AppViewLike[] }).items;
 }
 
 const appPath = (namespace: string, name: string) =>

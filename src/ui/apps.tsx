@@ -1,15 +1,15 @@
 // The Apps list: one table of every App the user may see, filtered and sorted
 // as the URL says (rows.ts), so every view can be linked and reloaded. The
-// table renders only the rows its scroll box shows (row-window.ts), so it
-// stays responsive with 10,000 Apps.
-import { useSignal } from '@preact/signals';
+// rows are live (live.ts): each change shows without a reload. The table
+// renders only the rows its scroll box shows (row-window.ts), so it stays
+// responsive with 10,000 Apps.
+import { useComputed, useSignal } from '@preact/signals';
 import { useEffect, useLayoutEffect, useMemo, useRef } from 'preact/hooks';
 import { useLocation } from 'preact-iso/router';
 import { appPageUrl } from '../app/dashboard-pages.ts';
-import { ApiFailure, listApps } from './api.ts';
+import { liveRows } from './live.ts';
 import { rowWindow } from './row-window.ts';
 import { type Column, choices, type ListView, type Row, rowOf, urlOf, viewOf, visibleRows } from './rows.ts';
-import { user } from './session.ts';
 
 const HEADINGS: Record<Column, string> = {
   namespace: 'Namespace',
@@ -22,8 +22,8 @@ const HEADINGS: Record<Column, string> = {
 
 export function AppsPage() {
   const { query, route } = useLocation();
-  const rows = useSignal<Row[] | undefined>(undefined);
-  const error = useSignal<string | undefined>(undefined);
+  // Live: the rows as the stream has them (live.ts), each change shown without a reload.
+  const rows = useComputed<Row[] | undefined>(() => liveRows.value?.map(rowOf));
   const view = viewOf(query);
   const url = urlOf(view);
   const show = (change: Partial<ListView>) => route(urlOf({ ...view, ...change }), true);
@@ -31,25 +31,6 @@ export function AppsPage() {
   const all = rows.value;
   const shown = useMemo(() => (all ? visibleRows(all, view) : []), [all, url]);
 
-  useEffect(() => {
-    listApps()
-      .then((items) => {
-        rows.value = items.map(rowOf);
-      })
-      .catch((err: unknown) => {
-        // A session ended meanwhile (its token revoked): back to the login page.
-        if (err instanceof ApiFailure && err.status === 401) user.value = null;
-        else error.value = (err as Error).message;
-      });
-  }, []);
-
-  if (error.value) {
-    return (
-      <p role="alert" class="error">
-        The Apps could not be read: {error.value}
-      </p>
-    );
-  }
   if (!all) return <p aria-live="polite">Loading the Apps…</p>;
   return (
     <>

@@ -8,6 +8,7 @@ import { DASHBOARD_PAGES as PAGES } from '../app/dashboard-pages.ts';
 import { logout } from './api.ts';
 import { AppPage } from './app-page.tsx';
 import { AppsPage } from './apps.tsx';
+import { liveState, startLive, stopLive } from './live.ts';
 import { LoginPage } from './login.tsx';
 import { loadSession, sessionError, user } from './session.ts';
 import './app.css';
@@ -19,6 +20,10 @@ function Authenticated({ children }: { children: preact.ComponentChildren }) {
   useEffect(() => {
     if (who === null) route(`/login?next=${encodeURIComponent(url)}`, true);
   }, [who, url, route]);
+  const identity = who ? `${who.anonymous ? 'anonymous:' : 'user:'}${who.username}` : undefined;
+  useEffect(() => {
+    if (identity) startLive(identity);
+  }, [identity]);
   if (!who) return null;
   return (
     <>
@@ -26,6 +31,7 @@ function Authenticated({ children }: { children: preact.ComponentChildren }) {
         <a class="brand" href="/apps">
           Teal
         </a>
+        <LiveBadge />
         {who.anonymous ? <AnonymousBar username={who.username} next={url} /> : <UserBar username={who.username} />}
       </header>
       <main>{children}</main>
@@ -44,6 +50,7 @@ function UserBar({ username }: { username: string }) {
       <button
         type="button"
         onClick={async () => {
+          stopLive();
           await logout();
           user.value = null;
           route('/login');
@@ -66,6 +73,18 @@ function AnonymousBar({ username, next }: { username: string; next: string }) {
         Log in
       </a>
     </>
+  );
+}
+
+const LIVE_TEXT = { connecting: 'Connecting…', live: 'Live', reconnecting: 'Reconnecting…' } as const;
+
+/** How the page stands with the live stream, always visible: rows are never shown stale silently. */
+function LiveBadge() {
+  const state = liveState.value;
+  return (
+    <span role="status" class={`live live-${state}`} data-testid="live-state" data-state={state}>
+      {LIVE_TEXT[state]}
+    </span>
   );
 }
 

@@ -1,14 +1,8 @@
-// The Apps list's rows and what the URL says of them: pure functions, so the
-// table, its filters and its sort are tested without a browser
-// (test/unit/ui-rows.test.ts) and the URL stays the one source of a view.
-import type { Phase } from '../app/schema.ts';
-
-/** One App as GET /api/v1/apps shows it: only what the list reads, each part possibly missing. */
-export interface AppViewLike {
-  metadata: { namespace: string; name: string };
-  status?: { phase?: Phase | string; message?: string };
-  revisions?: { active?: { revision?: number }; preview?: { revision?: number } };
-}
+// The Apps list's rows, made from the live stream's (app/dashboard-row.ts),
+// and what the URL says of them: pure functions, so the table, its filters and
+// its sort are tested without a browser (test/unit/ui-rows.test.ts) and the
+// URL stays the one source of a view.
+import { type DashboardRow, rowKey } from '../app/dashboard-row.ts';
 
 /** One line of the table. */
 export interface Row {
@@ -35,19 +29,16 @@ export interface ListView {
 
 export const DEFAULT_VIEW: ListView = { ns: '', phase: '', q: '', sort: 'namespace', dir: 'asc' };
 
-const revisionOf = (r: { revision?: unknown } | undefined): number | undefined =>
-  typeof r?.revision === 'number' ? r.revision : undefined;
-
-export function rowOf(app: AppViewLike): Row {
-  const { namespace, name } = app.metadata;
+/** The table's line of an App's row, as the live stream sent it (app/dashboard-row.ts). */
+export function rowOf(row: DashboardRow): Row {
   return {
-    key: `${namespace}/${name}`,
-    namespace,
-    name,
-    phase: typeof app.status?.phase === 'string' ? app.status.phase : '',
-    active: revisionOf(app.revisions?.active),
-    preview: revisionOf(app.revisions?.preview),
-    message: typeof app.status?.message === 'string' ? app.status.message : '',
+    key: rowKey(row),
+    namespace: row.namespace,
+    name: row.name,
+    phase: row.phase,
+    active: row.active,
+    preview: row.preview,
+    message: row.message,
   };
 }
 

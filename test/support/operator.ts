@@ -62,6 +62,11 @@ export interface OperatorOptions {
   nodeFlags?: string[];
   /** Variables added to its environment. */
   env?: Record<string, string>;
+  /**
+   * Listen on this port rather than one picked free: an operator started again where a killed
+   * one served, so the clients it had (a browser's page) reconnect to it.
+   */
+  healthPort?: number;
 }
 
 interface DeployedOptions {
@@ -177,13 +182,13 @@ const PORT_ATTEMPTS = 3;
  */
 async function firstRun(options: OperatorOptions): Promise<{ run: Run; healthPort: number }> {
   for (let attempt = 1; ; attempt++) {
-    const healthPort = await freePort();
+    const healthPort = options.healthPort ?? (await freePort());
     const run = spawnRun(options, healthPort);
     if ((await ready(options, run, healthPort)) === 'ready') return { run, healthPort };
     await run.closed;
     const output = run.output();
     const taken = output.includes(`EADDRINUSE: address already in use 127.0.0.1:${healthPort}`);
-    if (!taken || attempt === PORT_ATTEMPTS) {
+    if (!taken || attempt === PORT_ATTEMPTS || options.healthPort !== undefined) {
       throw new Error(`operator exited (${run.child.exitCode ?? run.child.signalCode}):\n${output}`);
     }
   }

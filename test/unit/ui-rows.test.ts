@@ -1,17 +1,26 @@
-// The dashboard's Apps list without a browser: rows read from the API's App
-// view, filters, sort and the URL of each view (src/ui/rows.ts).
+// The dashboard's Apps list without a browser: the table's rows made from the
+// live stream's (app/dashboard-row.ts), filters, sort and the URL of each view
+// (src/ui/rows.ts).
 import { describe, expect, it } from 'vitest';
-import { type AppViewLike, DEFAULT_VIEW, rowOf, urlOf, viewOf, visibleRows } from '../../src/ui/rows.ts';
+import type { DashboardRow } from '../../src/app/dashboard-row.ts';
+import { DEFAULT_VIEW, rowOf, urlOf, viewOf, visibleRows } from '../../src/ui/rows.ts';
 
-const app = (namespace: string, name: string, phase?: string, active?: number, preview?: number, message?: string) =>
-  ({
-    metadata: { namespace, name },
-    status: { ...(phase ? { phase } : {}), ...(message ? { message } : {}) },
-    revisions: {
-      ...(active ? { active: { revision: active } } : {}),
-      ...(preview ? { preview: { revision: preview } } : {}),
-    },
-  }) satisfies AppViewLike;
+const app = (
+  namespace: string,
+  name: string,
+  phase = '',
+  active?: number,
+  preview?: number,
+  message = '',
+): DashboardRow => ({
+  namespace,
+  name,
+  version: '1',
+  phase,
+  message,
+  ...(active ? { active } : {}),
+  ...(preview ? { preview, previewChecks: 'none' as const } : {}),
+});
 
 const rows = [
   app('shop', 'web', 'Paused', 2, 3, 'revision 3 is in preview'),
@@ -23,7 +32,7 @@ const rows = [
 const names = (view: Partial<typeof DEFAULT_VIEW>) => visibleRows(rows, { ...DEFAULT_VIEW, ...view }).map((r) => r.key);
 
 describe('the Apps list', () => {
-  it('reads a row from the App view, what is missing as empty', () => {
+  it("makes the table's row of the stream's, what is missing as empty", () => {
     expect(rows[0]).toEqual({
       key: 'shop/web',
       namespace: 'shop',
@@ -33,7 +42,7 @@ describe('the Apps list', () => {
       preview: 3,
       message: 'revision 3 is in preview',
     });
-    expect(rowOf({ metadata: { namespace: 'a', name: 'b' } })).toMatchObject({
+    expect(rowOf(app('a', 'b'))).toMatchObject({
       phase: '',
       active: undefined,
       message: '',
