@@ -16,6 +16,8 @@ export const LABEL_COMMIT = 'teal.dev/commit';
 /** A hash of what shapes the image besides the commit: a change of it builds the commit again. */
 export const LABEL_BUILD_SPEC = 'teal.dev/build-spec';
 export const ANN_TARGET_IMAGE = 'teal.dev/target-image';
+/** The build pod's one container, whose log is the build's. */
+export const BUILD_CONTAINER = 'build';
 
 export interface BuildInput {
   app: App;
@@ -115,7 +117,7 @@ function registryMount(pushSecret: string | undefined, mountPath: string) {
 function kanikoPod(p: PodInput): BuildPod {
   const registry = registryMount(p.pushSecret, '/kaniko/.docker');
   const container = {
-    name: 'build',
+    name: BUILD_CONTAINER,
     image: p.engineImage,
     args: [
       `--context=${kanikoContext(p.git.url, p.ref, p.commit)}`,
@@ -183,7 +185,7 @@ function buildkitPod(p: PodInput): BuildPod {
   const registry = registryMount(p.pushSecret, '/home/user/.docker');
   const ssh = p.gitSecret && p.gitSecretKeys.has('identity') ? sshMount(p.gitSecret) : undefined;
   const container = {
-    name: 'build',
+    name: BUILD_CONTAINER,
     image: p.engineImage,
     command: ['sh', '-c', BUILDKIT_SCRIPT],
     env: [

@@ -3,7 +3,7 @@
 // as absent and listed in `problems`.
 import { commitSha, matching, objectName, objectRef, ValueReader } from '../app/cluster-values.ts';
 import { LABEL_APP } from '../app/labels.ts';
-import { LABEL_BUILD, LABEL_BUILD_SPEC, LABEL_COMMIT } from './job.ts';
+import { BUILD_CONTAINER, LABEL_BUILD, LABEL_BUILD_SPEC, LABEL_COMMIT } from './job.ts';
 import type { ObservedBuildPod, ObservedJob } from './plan.ts';
 
 type Raw = {
@@ -83,7 +83,7 @@ export function observeBuildPod(raw: unknown): ObservedBuildPod | undefined {
   );
   if (!job) return undefined;
   const terminated =
-    pod.status?.containerStatuses?.find((c) => c.name === 'build')?.state?.terminated ??
+    pod.status?.containerStatuses?.find((c) => c.name === BUILD_CONTAINER)?.state?.terminated ??
     pod.status?.containerStatuses?.[0]?.state?.terminated;
   const message = terminated?.message;
   return {

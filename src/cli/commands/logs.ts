@@ -3,7 +3,10 @@
 // client-node's Log. When the node cannot
 // give logs (a pod gone from its node, or a simulated one), the container's
 // termination message is the next best thing: failed builds keep the tail
-// of their log there (FallbackToLogsOnError).
+// of their log there (FallbackToLogsOnError). Every line is masked of the
+// credentials the pod was given, by the rule the dashboard's build log applies
+// too (build/log-scrub.ts): those of the Secrets the caller may read, and any
+// URL's userinfo and Authorization header whatever they are.
 import { STATUS_CODES } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -12,6 +15,8 @@ import { analysisJobName } from '../../analysis/job.ts';
 import { measurementKey } from '../../analysis/run.ts';
 import type { AppAnalysisRun } from '../../app/schema.ts';
 import { LABEL_COMMIT } from '../../build/job.ts';
+import { LineSplitter } from '../../build/log-lines.ts';
+import { credentialsOf, logScrubber, podSecretNames } from '../../build/log-scrub.ts';
 import { apiStatusOf, ignoreNotFound } from '../../kube/errors.ts';
 import { CliError, EXIT, UsageError } from '../errors.ts';
 import { explain } from '../explain.ts';
@@ -116,13 +121,23 @@ export async function logs(args: string[], flags: Flags): Promise<number> {
   const podName = pod.metadata?.name ?? '';
   const container = pod.spec?.containers[0]?.name ?? what;
 
+  const scrub = logScrubber(await podCredentials(session, pod));
+  const splitter = new LineSplitter();
+  const show = (lines: string[]) => {
+    if (lines.length > 0) process.stdout.write(`${lines.map(scrub).join('\n')}\n`);
+  };
   const sink = new PassThrough();
   let bytes = 0;
   sink.on('data', (chunk: Buffer) => {
     bytes += chunk.length;
-    process.stdout.write(chunk);
+    show(splitter.push(chunk));
   });
-  const ended = new Promise<void>((resolve) => sink.once('end', () => resolve()));
+  const ended = new Promise<void>((resolve) =>
+    sink.once('end', () => {
+      show(splitter.end());
+      resolve();
+    }),
+  );
   const op = {
     verb: 'read the logs of',
     rbacVerb: 'get',
@@ -147,17 +162,33 @@ export async function logs(args: string[], flags: Flags): Promise<number> {
     if (status && status.code !== 403 && status.code !== 401 && status.code !== 404) {
       // client-node keeps the Status message of a 500 only; name the others by their HTTP status.
       const said = status.message || `HTTP ${status.code} ${STATUS_CODES[status.code] ?? ''}`.trimEnd();
-      return noLogs(pod, what, `its node did not serve them (${said})`, EXIT.error);
+      return noLogs(pod, what, `its node did not serve them (${said})`, EXIT.error, scrub);
     }
     throw explain(err, { user: session.kubeconfigUser, ...op }, session.server);
   }
   await ended;
-  if (bytes === 0) return noLogs(pod, what, 'its container wrote nothing, or the node no longer has them', EXIT.ok);
+  if (bytes === 0) {
+    return noLogs(pod, what, 'its container wrote nothing, or the node no longer has them', EXIT.ok, scrub);
+  }
   return EXIT.ok;
 }
 
+/** The credentials of the Secrets the pod reads, those the caller may read: a Secret it may not read is skipped. */
+async function podCredentials(session: Session, pod: V1Pod): Promise<string[]> {
+  const ns = session.namespace;
+  const secrets = await Promise.all(
+    podSecretNames(pod).map((name) =>
+      session.core.readNamespacedSecret({ namespace: ns, name }).then(
+        (secret) => secret.data,
+        () => undefined,
+      ),
+    ),
+  );
+  return credentialsOf(secrets);
+}
+
 /** Says why there are no logs, and shows the termination message when there is one. */
-function noLogs(pod: V1Pod, what: string, why: string, code: number): number {
+function noLogs(pod: V1Pod, what: string, why: string, code: number, scrub: (line: string) => string): number {
   const name = pod.metadata?.name ?? '';
   const terminated = pod.status?.containerStatuses?.[0]?.state?.terminated;
   process.stderr.write(`${code === EXIT.ok ? '' : 'error: '}${what} pod "${name}" has no logs to show: ${why}\n`);
@@ -165,7 +196,7 @@ function noLogs(pod: V1Pod, what: string, why: string, code: number): number {
     process.stderr.write(
       `its container ended (${terminated.reason ?? 'Terminated'}, exit code ${terminated.exitCode}) with this termination message:\n`,
     );
-    process.stdout.write(terminated.message.endsWith('\n') ? terminated.message : `${terminated.message}\n`);
+    process.stdout.write(`${terminated.message.trimEnd().split('\n').map(scrub).join('\n')}\n`);
   }
   return code;
 }
