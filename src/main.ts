@@ -199,6 +199,7 @@ async function httpServer(
     apps: () => apps.caches.apps,
     replicaSets: () => apps.caches.replicaSets,
     appKubeEvents: () => apps.caches.appKubeEvents,
+    builds: () => ({ jobs: apps.caches.jobs, pods: apps.caches.buildPods }),
     isReady,
     logger: log.child({ component: 'api' }),
     sessionKey: await sessionKey(p),

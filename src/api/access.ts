@@ -4,7 +4,7 @@
 // guard before the body is read, so strangers cost no parsing.
 import { ACTIONS, type Action } from '../app/intents.ts';
 import { errorMessage } from '../kube/errors.ts';
-import type { AccessRequest, ApiAuth, UserInfo } from './auth.ts';
+import { type AccessRequest, type ApiAuth, podLogAccess, type UserInfo } from './auth.ts';
 import { ApiError } from './errors.ts';
 import type { ApiLogger } from './logger.ts';
 
@@ -38,6 +38,14 @@ export const actionVerb = (action: Action): Action => action;
 export function actionAccess({ ns, name, action }: ActionParams): AccessRequest & { verb: Action } {
   if (!isAction(action)) throw new ApiError(404, `unknown action "${action}": one of ${ACTIONS.join(', ')}`);
   return { verb: actionVerb(action), namespace: ns, name };
+}
+
+/**
+ * GET .../apps/:name/build/log and .../builds/:commit/log: get pods/log in the App's namespace,
+ * the right kubectl logs asks, since the operator then reads the build pod's log with its own.
+ */
+export function buildLogAccess({ ns }: AppParams): AccessRequest {
+  return podLogAccess(ns);
 }
 
 /**
@@ -128,6 +136,11 @@ export class ApiGuard {
 
   get(identify: Identify, params: AppParams, log: ApiLogger): Promise<UserInfo> {
     return this.admit(identify, () => getAccess(params), log);
+  }
+
+  /** A build log route: asked before anything of the App is looked at, so a 403 tells nothing of it. */
+  buildLog(identify: Identify, params: AppParams, log: ApiLogger): Promise<UserInfo> {
+    return this.admit(identify, () => buildLogAccess(params), log);
   }
 
   /** An action route: an unknown action is no verb worth a review, so its 404 comes before authentication. */

@@ -49,6 +49,7 @@ import {
 } from './access.ts';
 import { type AppEventView, appEvents, type RevisionPods, revisionPods } from './app-page.ts';
 import { ANONYMOUS_USER, type ApiAuth, KubeAuth, type UserInfo } from './auth.ts';
+import { type BuildCaches, type BuildLogRequest, BuildLogs, lastLineOf } from './build-log.ts';
 import { csrfProblem } from './csrf.ts';
 import { type DashboardFiles, dashboardRoutes } from './dashboard.ts';
 import { ApiError, errorAnswer } from './errors.ts';
@@ -113,6 +114,8 @@ export interface ApiOptions {
    * user; an action never (401 without a session or a token).
    */
   anonymousRead?: boolean;
+  /** The build Jobs and pods caches, for build logs (build-log.ts); without them, build logs answer 404. */
+  builds?: () => BuildCaches;
 }
 
 export const DEFAULT_API_BODY_LIMIT = 16 * 1024;
@@ -341,10 +344,16 @@ export const intentVia = (caller: Caller['via']): IntentVia => (caller === 'sess
 export class ApiHandlers {
   private readonly opts: Pick<ApiOptions, 'apps' | 'replicaSets' | 'appKubeEvents' | 'isReady'>;
   private readonly writeIntent: IntentWriter;
+  private readonly buildLogs: BuildLogs | undefined;
 
-  constructor(opts: Pick<ApiOptions, 'apps' | 'replicaSets' | 'appKubeEvents' | 'isReady'>, writeIntent: IntentWriter) {
+  constructor(
+    opts: Pick<ApiOptions, 'apps' | 'replicaSets' | 'appKubeEvents' | 'isReady'>,
+    writeIntent: IntentWriter,
+    buildLogs?: BuildLogs,
+  ) {
     this.opts = opts;
     this.writeIntent = writeIntent;
+    this.buildLogs = buildLogs;
   }
 
   /** GET /api/v1/apps: the Apps of the scope the guard allowed (all, or some namespaces), in order. */
@@ -431,6 +440,17 @@ export class ApiHandlers {
     return { accepted: true, action, id };
   }
 
+  /** GET .../apps/:name/build/log, .../builds/:commit/log: the build's log as SSE (build-log.ts). */
+  buildLog(
+    request: { ns: string; name: string } & Omit<BuildLogRequest, 'app'>,
+    log: ApiLogger,
+  ): NodeJS.ReadableStream {
+    this.ready();
+    const app = this.lookup(request.ns, request.name);
+    if (!this.buildLogs) throw new ApiError(404, 'this operator serves no build logs');
+    return this.buildLogs.stream({ user: request.user, app, commit: request.commit, after: request.after }, log);
+  }
+
   private ready(): void {
     if (!this.opts.isReady()) throw new ApiError(503, NOT_READY, { 'retry-after': '1' });
   }
@@ -510,7 +530,10 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
   });
   if (opts.dashboard) dashboardRoutes(fastify, { files: opts.dashboard, caller: reader });
   const guard = new ApiGuard(auth);
-  const handlers = new ApiHandlers(opts, kubeIntentWriter(opts.kubeConfig));
+  const buildLogs = opts.builds ? new BuildLogs({ kubeConfig: opts.kubeConfig, caches: opts.builds }) : undefined;
+  // Before the server closes: it waits for open connections, and a build log stays open while the build runs.
+  if (buildLogs) fastify.addHook('preClose', async () => buildLogs.stop());
+  const handlers = new ApiHandlers(opts, kubeIntentWriter(opts.kubeConfig), buildLogs);
   if (opts.appEvents) {
     const hub = new StreamHub({
       events: opts.appEvents,
@@ -743,6 +766,35 @@ function apiRoutes(
       return reply.code(202).send(accepted);
     },
   );
+
+  const logReaders = new WeakMap<FastifyRequest, UserInfo>();
+  for (const path of [
+    '/api/v1/namespaces/:ns/apps/:name/build/log',
+    '/api/v1/namespaces/:ns/apps/:name/builds/:commit/log',
+  ]) {
+    fastify.get<{ Params: AppParams & { commit?: string } }>(
+      path,
+      {
+        logSerializers,
+        onRequest: async (request, reply) => {
+          const params = request.params as AppParams;
+          logReaders.set(request, await guard.buildLog(identifyOf(request, reply), params, logger(request)));
+        },
+      },
+      async (request, reply) => {
+        const user = logReaders.get(request);
+        if (!user) throw new ApiError(500, 'request not authorized');
+        const { ns, name, commit } = request.params;
+        const after = lastLineOf(request.headers['last-event-id']);
+        const stream = handlers.buildLog({ ns, name, commit, user, after }, logger(request));
+        return reply
+          .header('content-type', 'text/event-stream; charset=utf-8')
+          .header('cache-control', 'no-store')
+          .header('x-accel-buffering', 'no')
+          .send(stream);
+      },
+    );
+  }
 
   // Any other path under /api/v1 gets a JSON 404, not fastify's.
   fastify.all('/api/v1/*', { logSerializers }, async (request) => {

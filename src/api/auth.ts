@@ -13,7 +13,7 @@
 // user and request, for ACCESS_CACHE_TTL_MS: a list without a namespace asks
 // one review per namespace holding Apps, and the dashboard lists often, so a
 // RoleBinding changed shows in lists within that time (issue #25 bounds it at
-// 30 s). Every review naming an App (get, each action) is asked anew: a
+// 30 s); a build log's get pods/log in a namespace is one of them. Every review naming an App (get, each action) is asked anew: a
 // revoked right stops an action at once.
 import { createHash } from 'node:crypto';
 import {
@@ -38,12 +38,27 @@ export interface UserInfo {
 /** The anonymous user of --dashboard-anonymous=read (app/dashboard-pages.ts names it), as a caller. */
 export const ANONYMOUS_USER: UserInfo = { username: ANONYMOUS.username, groups: [...ANONYMOUS.groups] };
 
-/** A request on apps.teal.dev: verb get, list, watch or an action; no namespace means cluster-wide. */
+/** A request on apps.teal.dev (verb get, list, watch or an action), or on another resource; no namespace means cluster-wide. */
 export interface AccessRequest {
   verb: string;
   namespace?: string;
   name?: string;
+  /** Another resource than apps.teal.dev, e.g. pods/log in the core group (""). */
+  resource?: OtherResource;
 }
+
+export interface OtherResource {
+  group: string;
+  resource: string;
+  subresource?: string;
+}
+
+/** get pods/log in a namespace: what reading a build's log asks of the caller (api/build-log.ts). */
+export const podLogAccess = (namespace: string): AccessRequest => ({
+  verb: 'get',
+  namespace,
+  resource: { group: '', resource: 'pods', subresource: 'log' },
+});
 
 /** What the API needs of authentication and authorization; KubeAuth does both against the API server. */
 export interface ApiAuth {
@@ -223,8 +238,9 @@ export class KubeAuth implements ApiAuth {
         ...(user.uid !== undefined ? { uid: user.uid } : {}),
         ...(user.extra !== undefined ? { extra: user.extra } : {}),
         resourceAttributes: {
-          group: GROUP,
-          resource: PLURAL,
+          group: request.resource?.group ?? GROUP,
+          resource: request.resource?.resource ?? PLURAL,
+          ...(request.resource?.subresource !== undefined ? { subresource: request.resource.subresource } : {}),
           verb: request.verb,
           ...(request.namespace !== undefined ? { namespace: request.namespace } : {}),
           ...(request.name !== undefined ? { name: request.name } : {}),
@@ -271,7 +287,10 @@ const isStatus = (err: unknown, status: number) => err instanceof ApiError && er
 
 /** Worded as the API server words its own 403s. */
 export function forbiddenMessage(username: string, request: AccessRequest): string {
-  const subject = request.name !== undefined ? `apps.${GROUP} "${request.name}" is forbidden: ` : '';
+  const { group = GROUP, resource = PLURAL, subresource } = request.resource ?? {};
+  const kind = group === '' ? resource : `${resource}.${group}`;
+  const subject = request.name !== undefined ? `${kind} "${request.name}" is forbidden: ` : '';
   const scope = request.namespace !== undefined ? `in the namespace "${request.namespace}"` : 'at the cluster scope';
-  return `${subject}User "${username}" cannot ${request.verb} resource "${PLURAL}" in API group "${GROUP}" ${scope}`;
+  const what = subresource !== undefined ? `${resource}/${subresource}` : resource;
+  return `${subject}User "${username}" cannot ${request.verb} resource "${what}" in API group "${group}" ${scope}`;
 }

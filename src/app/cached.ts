@@ -41,3 +41,6 @@ export interface CachedAppEvent {
   /** The latest occurrence: lastTimestamp, else eventTime, else firstTimestamp, else creation. */
   at: string;
 }
+
+/** The index of the build pods' cache, by their Job's namespace/name. */
+export const JOBS_INDEX = 'job';

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { type AnalysisJobRef, LABEL_ANALYSIS, observeAnalysisJob } from '../analysis/job.ts';
 import { validateTemplate } from '../analysis/validate.ts';
 import { type AnalysisTemplateSpec, TEMPLATE_PLURAL } from '../app/analysis-schema.ts';
-import { APPS_INDEX, type CachedApp, type CachedAppEvent } from '../app/cached.ts';
+import { APPS_INDEX, type CachedApp, type CachedAppEvent, JOBS_INDEX } from '../app/cached.ts';
 import { ANN_REFRESH, INTENT_PREFIX } from '../app/intents.ts';
 import { LABEL_APP } from '../app/labels.ts';
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from '../app/schema.ts';
@@ -202,8 +202,6 @@ function observeAppEvent(raw: RawObject, pool: StringPool): Cached<CachedAppEven
     at: text(e.lastTimestamp) || text(e.eventTime) || text(e.firstTimestamp) || text(m.creationTimestamp),
   });
 }
-
-export const JOBS_INDEX = 'job';
 
 export interface Caches {
   apps: SharedInformer<CachedApp>;
