@@ -24,6 +24,7 @@ import {
   timelineOf,
   whyDisabled,
 } from './app-view.ts';
+import { BuildLog } from './build-log.tsx';
 import { user } from './session.ts';
 
 interface Loaded {
@@ -98,6 +99,9 @@ export function AppPage(props: { namespace: string; name: string }) {
       <Actions actions={actions} open={open} />
       <SideBySide view={view} />
       <Timeline view={view} now={now.value} />
+      {view.status?.build?.commit ? (
+        <BuildLog key={view.status.build.commit} ns={namespace} name={name} commit={view.status.build.commit} />
+      ) : null}
       <Checks title="Pre-promotion checks" run={view.analysis?.prePromotion} />
       <Checks title="Post-promotion checks" run={view.analysis?.postPromotion} />
       <Operations view={view} />
