@@ -351,7 +351,7 @@ describe('build logs in the dashboard', () => {
     await log.getByText(printed('the token is \\*{5}')).waitFor();
     expect(await log.textContent()).not.toContain(TOKEN);
     expect(await log.getByText(printed('build-log: released')).count()).toBe(0);
-    await page.screenshot(join(SHOTS ?? join(root, 'shots'), 'build-log-live.png'));
+    await page.screenshot(join(SHOTS ?? join(root, 'shots'), 'dashboard-build-log-light.png'));
 
     gate.open('second');
     await p.getByRole('status').getByText('The build succeeded').waitFor({ timeout: 120_000 });
