@@ -96,6 +96,33 @@ export const ChartValuesSchema = z.strictObject({
         '--dashboard-anonymous: read lets pages and reads work without a session, as system:anonymous (RBAC decides what it sees); actions never.',
       ),
   }),
+  oidc: z.strictObject({
+    issuerURL: z
+      .string()
+      .regex(/^(|https:\/\/[^?#\s]+)$/, 'empty (off), or an https URL without a query')
+      .describe('--oidc-issuer-url: login to the dashboard by OIDC; empty: off.'),
+    clientID: z.string(),
+    clientSecret: z.strictObject({
+      existingSecret: z.string(),
+      value: z.string(),
+      key: z.string().regex(/^[-._a-zA-Z0-9]+$/, 'a Secret key'),
+    }),
+    caBundle: z.string().describe("PEM CAs of the issuer's certificate; empty: the system's."),
+    usernameClaim: z.string().min(1),
+    usernamePrefix: z.string(),
+    groupsClaim: z.string(),
+    groupsPrefix: z.string(),
+    extraScopes: z.array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'an OAuth scope')),
+    redirectURLs: z.array(
+      z
+        .string()
+        .regex(
+          /^https?:\/\/[^/?#\s]+\/api\/v1\/session\/oidc\/callback$/,
+          'http(s)://HOST/api/v1/session/oidc/callback',
+        ),
+    ),
+    providerName: z.string().max(64),
+  }),
   serviceAccount: z.strictObject({ create: z.boolean(), name: z.string(), annotations: stringMap }),
   rbac: z.strictObject({ create: z.boolean(), userRoles: z.boolean() }),
   admissionPolicy: z.strictObject({ enabled: z.boolean() }),

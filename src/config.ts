@@ -5,6 +5,7 @@
 // @kubernetes/client-node, fastify or pino, even indirectly.
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { OIDC_CALLBACK } from './app/dashboard-pages.ts';
 import { parseDuration } from './app/duration.ts';
 import { DNS1123_LABEL, DNS1123_SUBDOMAIN } from './app/patterns.ts';
 import { DEFAULT_BUILD_IMAGES } from './build/images.ts';
@@ -28,6 +29,38 @@ const durationFlag = (min: string) =>
 
 /** --dashboard-anonymous: off (the default: no page or route without a session), or read. */
 export const DASHBOARD_ANONYMOUS = ['off', 'read'] as const;
+/** A URL flag of this scheme (https: an issuer, as the API server requires), without a query or a fragment. */
+const urlOf = (text: string, schemes: readonly string[]): URL | string => {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return `${JSON.stringify(text)} is not a URL`;
+  }
+  if (!schemes.includes(url.protocol))
+    return `${JSON.stringify(text)} must be ${schemes.map((s) => `${s}//`).join(' or ')}`;
+  if (url.search !== '' || url.hash !== '') return `${JSON.stringify(text)} must have no query and no fragment`;
+  return url;
+};
+
+const urlFlag = (schemes: readonly string[], check: (url: URL) => string | undefined = () => undefined) =>
+  z.string().transform((text, ctx) => {
+    const url = urlOf(text, schemes);
+    const problem = typeof url === 'string' ? url : check(url);
+    if (problem === undefined) return url as URL;
+    ctx.issues.push({ code: 'custom', message: problem, input: text });
+    return z.NEVER;
+  });
+
+const redirectUrl = urlFlag(['https:', 'http:'], (url) =>
+  url.pathname === OIDC_CALLBACK ? undefined : `${url.href} must end in ${OIDC_CALLBACK}, where the operator answers`,
+);
+
+/** An OAuth scope token: printable ASCII but space, " and \ (RFC 6749 §3.3). */
+const SCOPE = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
+
+/** A JWT claim's name: not empty, no control characters. */
+const claimName = z.string().regex(/^[^\x00-\x1f\x7f]+$/, 'must be a claim name');
 
 const ConfigFields = z.strictObject({
   kubeconfig: z.string().optional(),
@@ -72,6 +105,17 @@ const ConfigFields = z.strictObject({
     .min(1)
     .max(1000)
     .describe('Live streams one session (or bearer token) may hold open at once on this replica.'),
+  oidcIssuerUrl: urlFlag(['https:']).optional().describe('Log in to the dashboard by OIDC with this issuer.'),
+  oidcClientId: z.string().min(1).optional(),
+  oidcClientSecretFile: z.string().min(1).optional(),
+  oidcCaFile: z.string().min(1).optional(),
+  oidcUsernameClaim: claimName,
+  oidcUsernamePrefix: z.string().optional(),
+  oidcGroupsClaim: claimName.optional(),
+  oidcGroupsPrefix: z.string().optional(),
+  oidcExtraScopes: z.array(z.string().regex(SCOPE, 'each scope must be printable ASCII without spaces or quotes')),
+  oidcRedirectUrl: z.array(redirectUrl),
+  oidcProviderName: z.string().min(1).max(64).optional(),
   buildkitImage: z.string().min(1),
   kanikoImage: z.string().min(1),
   defaultRegistry: z
@@ -142,6 +186,20 @@ export const USAGE = `teal: the Teal operator
   --dashboard-anonymous=read        let pages and read routes (GET) work without a session, as the user
                                     system:anonymous (group system:unauthenticated): RBAC decides what it sees;
                                     an action always needs a session or a token (default: off; docs/dashboard.md)
+  --oidc-issuer-url URL             log in to the dashboard by OIDC (authorization code with PKCE) with this https
+                                    issuer; the claims map to users as the API server's AuthenticationConfiguration
+                                    maps them, so set the same values there (docs/dashboard.md). With it:
+  --oidc-client-id ID               the client registered at the provider (required)
+  --oidc-client-secret-file PATH    its secret (default: none, a public client)
+  --oidc-ca-file PATH               PEM CAs of the issuer's certificate (default: the system's)
+  --oidc-username-claim CLAIM       claimMappings.username.claim (default: sub)
+  --oidc-username-prefix PREFIX     claimMappings.username.prefix (required; --oidc-username-prefix= for none)
+  --oidc-groups-claim CLAIM         claimMappings.groups.claim (default: none, no groups)
+  --oidc-groups-prefix PREFIX       claimMappings.groups.prefix (required with --oidc-groups-claim; may be empty)
+  --oidc-extra-scopes S[,S...]      scopes asked besides openid (e.g. email,groups)
+  --oidc-redirect-url URL[,URL...]  the callback URLs registered at the provider, each https://HOST${OIDC_CALLBACK};
+                                    a login uses the one of the host the dashboard was opened at (required)
+  --oidc-provider-name NAME         the login page's "Log in with NAME" (default: the issuer's host)
   --log-level LEVEL                 trace|debug|info|warn|error (default: info)
   --allow-file-git                  accept file:// git URLs (local development only)
   --buildkit-image IMAGE            build image for engine buildkit (default: ${DEFAULT_BUILD_IMAGES.buildkit})
@@ -175,7 +233,11 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
   if (!result.success) {
     throw new Error(result.error.issues.map((i) => `--${flagOf(String(i.path[0]))}: ${i.message}`).join('\n'));
   }
-  const problem = pairingProblem(result.data) ?? timingProblem(result.data) ?? shardingProblem(result.data);
+  const problem =
+    pairingProblem(result.data) ??
+    timingProblem(result.data) ??
+    shardingProblem(result.data) ??
+    oidcProblem(result.data);
   if (problem) throw new Error(problem);
   return result.data;
 }
@@ -211,6 +273,17 @@ function readFlags(argv: readonly string[], env: NodeJS.ProcessEnv) {
       'dashboard-max-streams': { type: 'string', default: '1000' },
       'dashboard-max-streams-per-session': { type: 'string', default: '4' },
       'dashboard-anonymous': { type: 'string', default: 'off' },
+      'oidc-issuer-url': { type: 'string' },
+      'oidc-client-id': { type: 'string' },
+      'oidc-client-secret-file': { type: 'string' },
+      'oidc-ca-file': { type: 'string' },
+      'oidc-username-claim': { type: 'string', default: DEFAULT_USERNAME_CLAIM },
+      'oidc-username-prefix': { type: 'string' },
+      'oidc-groups-claim': { type: 'string' },
+      'oidc-groups-prefix': { type: 'string' },
+      'oidc-extra-scopes': { type: 'string' },
+      'oidc-redirect-url': { type: 'string' },
+      'oidc-provider-name': { type: 'string' },
       'buildkit-image': { type: 'string', default: DEFAULT_BUILD_IMAGES.buildkit },
       'kaniko-image': { type: 'string', default: DEFAULT_BUILD_IMAGES.kaniko },
       'default-registry': { type: 'string' },
@@ -225,14 +298,7 @@ function readFlags(argv: readonly string[], env: NodeJS.ProcessEnv) {
 function toConfigInput(values: Flags, env: NodeJS.ProcessEnv) {
   return {
     kubeconfig: values.kubeconfig,
-    namespaces: [
-      ...new Set(
-        (values.namespace ?? '')
-          .split(',')
-          .map((n) => n.trim())
-          .filter(Boolean),
-      ),
-    ],
+    namespaces: commaList(values.namespace),
     leaderElect: values['leader-elect'] !== 'false',
     leaderElectionNamespace: values['leader-election-namespace'] ?? env.POD_NAMESPACE ?? 'default',
     leaderElectionId: values['leader-election-id'],
@@ -255,6 +321,17 @@ function toConfigInput(values: Flags, env: NodeJS.ProcessEnv) {
     dashboardMaxStreams: Number(values['dashboard-max-streams']),
     dashboardMaxStreamsPerSession: Number(values['dashboard-max-streams-per-session']),
     dashboardAnonymous: values['dashboard-anonymous'],
+    oidcIssuerUrl: values['oidc-issuer-url'],
+    oidcClientId: values['oidc-client-id'],
+    oidcClientSecretFile: values['oidc-client-secret-file'],
+    oidcCaFile: values['oidc-ca-file'],
+    oidcUsernameClaim: values['oidc-username-claim'],
+    oidcUsernamePrefix: values['oidc-username-prefix'],
+    oidcGroupsClaim: values['oidc-groups-claim'],
+    oidcGroupsPrefix: values['oidc-groups-prefix'],
+    oidcExtraScopes: commaList(values['oidc-extra-scopes']),
+    oidcRedirectUrl: commaList(values['oidc-redirect-url']),
+    oidcProviderName: values['oidc-provider-name'],
     buildkitImage: values['buildkit-image'],
     kanikoImage: values['kaniko-image'],
     defaultRegistry: values['default-registry'],
@@ -262,6 +339,16 @@ function toConfigInput(values: Flags, env: NodeJS.ProcessEnv) {
     egressAllow: values['egress-allow'],
   };
 }
+
+/** A comma-separated flag's values, trimmed, without empty ones or repeats. */
+const commaList = (value: string | undefined): string[] => [
+  ...new Set(
+    (value ?? '')
+      .split(',')
+      .map((n) => n.trim())
+      .filter(Boolean),
+  ),
+];
 
 /** The command-line flag a config key comes from: leaseDurationMs → lease-duration. */
 const flagOf = (key: string): string =>
@@ -283,6 +370,49 @@ function shardingProblem(c: Config): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * The OIDC flags go together: an issuer needs a client, a redirect URL and an explicit username
+ * prefix (as claimMappings.username.prefix is required in the API server's AuthenticationConfiguration,
+ * so the value to copy there is never a guess); a groups claim needs its prefix, and the reverse.
+ */
+function oidcProblem(c: Config): string | undefined {
+  if (c.oidcIssuerUrl === undefined) {
+    const set = OIDC_FLAGS_BUT_ISSUER.find((key) => {
+      const value = c[key];
+      return Array.isArray(value) ? value.length > 0 : value !== undefined && value !== DEFAULT_USERNAME_CLAIM;
+    });
+    return set === undefined ? undefined : `--${flagOf(set)}: needs --oidc-issuer-url`;
+  }
+  if (c.oidcClientId === undefined) return '--oidc-client-id: required with --oidc-issuer-url';
+  if (c.oidcRedirectUrl.length === 0) {
+    return `--oidc-redirect-url: required with --oidc-issuer-url (https://<the dashboard's host>${OIDC_CALLBACK})`;
+  }
+  if (c.oidcUsernamePrefix === undefined) {
+    return "--oidc-username-prefix: required with --oidc-issuer-url, as claimMappings.username.prefix is in the API server's AuthenticationConfiguration; --oidc-username-prefix= for none";
+  }
+  if (c.oidcGroupsClaim !== undefined && c.oidcGroupsPrefix === undefined) {
+    return '--oidc-groups-prefix: required with --oidc-groups-claim, as claimMappings.groups.prefix is; --oidc-groups-prefix= for none';
+  }
+  if (c.oidcGroupsClaim === undefined && c.oidcGroupsPrefix !== undefined) {
+    return '--oidc-groups-prefix: needs --oidc-groups-claim';
+  }
+  return undefined;
+}
+
+const DEFAULT_USERNAME_CLAIM = 'sub';
+const OIDC_FLAGS_BUT_ISSUER = [
+  'oidcClientId',
+  'oidcClientSecretFile',
+  'oidcCaFile',
+  'oidcUsernameClaim',
+  'oidcUsernamePrefix',
+  'oidcGroupsClaim',
+  'oidcGroupsPrefix',
+  'oidcExtraScopes',
+  'oidcRedirectUrl',
+  'oidcProviderName',
+] as const satisfies readonly (keyof Config)[];
 
 const LABEL_VALUE = /^(?=.{1,63}$)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { DashboardFiles } from './api/dashboard.ts';
+import type { OidcSettings } from './api/oidc.ts';
 import { type Config, readCommandLine } from './config.ts';
 import { type LeadershipCallbacks, Manager, type Runnable } from './manager.ts';
 import { watchStop } from './stop-watchdog.ts';
@@ -205,7 +206,8 @@ async function httpServer(
     sessionKey: await sessionKey(p),
     tls,
     sessionReviewIntervalMs: config.sessionReviewIntervalMs,
-    onLogin: (result) => metrics.logins.inc({ result }),
+    onLogin: (method, result) => metrics.logins.inc({ method, result }),
+    oidc: oidcSettings(p),
     dashboard: await dashboardFiles(p),
     appEvents: () => apps.caches.apps,
     streamLimits: {
@@ -260,6 +262,55 @@ async function dashboardFiles({ config, log }: Wiring): Promise<DashboardFiles |
     log.info({ dir }, 'dashboard: not built (npm run bundle:ui makes it), / is not served');
     return undefined;
   }
+}
+
+/**
+ * The OIDC login's settings, when --oidc-issuer-url is set: the secret and CA read from their
+ * files now, so a missing one stops the start naming its flag. The secret is never logged.
+ */
+function oidcSettings({ config, log }: Wiring): OidcSettings | undefined {
+  const issuer = config.oidcIssuerUrl;
+  if (issuer === undefined || config.oidcClientId === undefined || config.oidcUsernamePrefix === undefined) {
+    return undefined;
+  }
+  const read = (flag: string, path: string | undefined) => {
+    if (path === undefined) return undefined;
+    try {
+      return readFileSync(path);
+    } catch (err) {
+      throw new Error(`--${flag}: ${(err as Error).message}`);
+    }
+  };
+  const secret = read('oidc-client-secret-file', config.oidcClientSecretFile)
+    ?.toString('utf8')
+    .replace(/[\r\n]+$/, '');
+  if (secret === '') throw new Error(`--oidc-client-secret-file ${config.oidcClientSecretFile}: the file is empty`);
+  const settings: OidcSettings = {
+    issuer,
+    clientId: config.oidcClientId,
+    clientSecret: secret,
+    ca: read('oidc-ca-file', config.oidcCaFile),
+    mapping: {
+      usernameClaim: config.oidcUsernameClaim,
+      usernamePrefix: config.oidcUsernamePrefix,
+      groupsClaim: config.oidcGroupsClaim,
+      groupsPrefix: config.oidcGroupsPrefix ?? '',
+    },
+    extraScopes: config.oidcExtraScopes,
+    redirectUrls: config.oidcRedirectUrl,
+    providerName: config.oidcProviderName ?? issuer.host,
+  };
+  log.info(
+    {
+      issuer: issuer.href,
+      clientId: settings.clientId,
+      confidential: secret !== undefined,
+      mapping: settings.mapping,
+      redirectUrls: settings.redirectUrls.map((u) => u.href),
+    },
+    'dashboard: login by OIDC',
+  );
+  return settings;
 }
 
 /** The key that seals session cookies: --session-key-file's, shared by the replicas, or one of this process. */

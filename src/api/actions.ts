@@ -55,10 +55,12 @@ import { type DashboardFiles, dashboardRoutes } from './dashboard.ts';
 import { ApiError, errorAnswer } from './errors.ts';
 import { type ApiLogger, logSerializers } from './logger.ts';
 import { LoginThrottle } from './login-throttle.ts';
+import { OidcLogin, type OidcSettings } from './oidc.ts';
+import { oidcRoutes } from './oidc-routes.ts';
 import { type Caller, identify, Sessions } from './session.ts';
 import { LoginCodes } from './session-codes.ts';
 import { randomSessionKey, type SessionKey } from './session-cookie.ts';
-import { type LoginResult, sessionRoutes } from './session-routes.ts';
+import { type LoginMethod, type LoginResult, sessionRoutes } from './session-routes.ts';
 import { type AppEvents, resumeOf, type Scope, StreamHub, type StreamLimits, type StreamObserver } from './stream.ts';
 
 /** The part of the App informer the API reads. */
@@ -99,7 +101,9 @@ export interface ApiOptions {
   /** How often a session's token is reviewed again; at most (and by default) 5 minutes. */
   sessionReviewIntervalMs?: number;
   /** Each login's result, for the metrics. */
-  onLogin?: (result: LoginResult) => void;
+  onLogin?: (method: LoginMethod, result: LoginResult) => void;
+  /** Login by OIDC (oidc.ts), besides the token login; none: token login only. */
+  oidc?: OidcSettings | undefined;
   /** The dashboard's built files, served under / to callers with a session (dashboard.ts); none: no page. */
   dashboard?: DashboardFiles | undefined;
   /** The App informer's events, which GET /api/v1/stream follows (stream.ts); none: no such route. */
@@ -479,10 +483,12 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
       kubeConfig: opts.kubeConfig,
       ...(opts.tokenCacheTtlMs !== undefined ? { tokenCacheTtlMs: opts.tokenCacheTtlMs } : {}),
     });
+  const key = opts.sessionKey ?? randomSessionKey();
+  const tls = opts.tls ?? false;
   const sessions = new Sessions({
-    key: opts.sessionKey ?? randomSessionKey(),
+    key,
     auth,
-    tls: opts.tls ?? false,
+    tls,
     ...(opts.sessionReviewIntervalMs !== undefined ? { reviewIntervalMs: opts.sessionReviewIntervalMs } : {}),
   });
   const logger = (request: FastifyRequest): ApiLogger => opts.logger ?? request.log;
@@ -519,16 +525,25 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
       throw new ApiError(403, problem);
     }
   });
+  const onLogin = opts.onLogin ?? (() => {});
   sessionRoutes(fastify, {
     sessions,
     throttle: new LoginThrottle(),
     codes: new LoginCodes(),
     auth,
     caller: reader,
-    onLogin: opts.onLogin ?? (() => {}),
+    onLogin,
     logger,
   });
-  if (opts.dashboard) dashboardRoutes(fastify, { files: opts.dashboard, caller: reader });
+  const oidc = opts.oidc ? new OidcLogin(opts.oidc, { key, tls }) : undefined;
+  if (oidc) oidcRoutes(fastify, { oidc, sessions, onLogin, logger });
+  if (opts.dashboard) {
+    dashboardRoutes(fastify, {
+      files: opts.dashboard,
+      caller: reader,
+      ...(oidc ? { oidcProvider: oidc.providerName } : {}),
+    });
+  }
   const guard = new ApiGuard(auth);
   const buildLogs = opts.builds ? new BuildLogs({ kubeConfig: opts.kubeConfig, caches: opts.builds }) : undefined;
   // Before the server closes: it waits for open connections, and a build log stays open while the build runs.

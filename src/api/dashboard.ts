@@ -11,7 +11,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ANONYMOUS_META, DASHBOARD_ASSETS, DASHBOARD_PAGES, NO_SESSION_META } from '../app/dashboard-pages.ts';
+import {
+  ANONYMOUS_META,
+  DASHBOARD_ASSETS,
+  DASHBOARD_PAGES,
+  NO_SESSION_META,
+  OIDC_META,
+} from '../app/dashboard-pages.ts';
 import { ApiError } from './errors.ts';
 import type { Caller } from './session.ts';
 
@@ -28,17 +34,23 @@ export function readDashboardFiles(dir: string): DashboardFiles {
   return { html: read('index.html'), js: read('app.js'), css: read('app.css') };
 }
 
-/** index.html with this <meta> before its </head>; throws when it has none. */
+/** index.html with this <meta> before its </head> (its content escaped); throws when it has none. */
 export function markedWith(html: Buffer, mark: { name: string; content: string }): Buffer {
   const text = html.toString('utf8');
   const head = text.indexOf('</head>');
   if (head < 0) throw new Error('dashboard: index.html has no </head>');
-  const meta = `<meta name="${mark.name}" content="${mark.content}" />\n  `;
+  const meta = `<meta name="${mark.name}" content="${escapeAttribute(mark.content)}" />\n  `;
   return Buffer.from(`${text.slice(0, head)}${meta}${text.slice(head)}`);
 }
 
+const escapeAttribute = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
 /** index.html with NO_SESSION_META before its </head>; throws when it has none. */
 export const markedWithoutSession = (html: Buffer): Buffer => markedWith(html, NO_SESSION_META);
+
+/** index.html naming the OIDC provider (OIDC_META), so the login page offers it. */
+export const markedWithOidc = (html: Buffer, provider: string): Buffer =>
+  markedWith(html, { name: OIDC_META.name, content: provider });
 
 /** A page's answer: 200 to a caller with a session (or a bearer token); without one, 200 for the login page only. */
 export const pageStatus = (path: string, signedIn: boolean): 200 | 401 =>
@@ -51,11 +63,15 @@ export interface DashboardRouteDeps {
    * ApiError 401 without a session, 503 when a review fails.
    */
   caller: (request: FastifyRequest, reply: FastifyReply) => Promise<Caller>;
+  /** The OIDC provider's name, when logins by OIDC are on: every page names it (OIDC_META). */
+  oidcProvider?: string;
 }
 
-export function dashboardRoutes(fastify: FastifyInstance, { files, caller }: DashboardRouteDeps): void {
-  const withoutSession = markedWithoutSession(files.html);
-  const anonymous = markedWith(files.html, ANONYMOUS_META);
+export function dashboardRoutes(fastify: FastifyInstance, { files, caller, oidcProvider }: DashboardRouteDeps): void {
+  // On every page, not only the login page: the UI reaches its login page without a reload (after a logout).
+  const html = oidcProvider === undefined ? files.html : markedWithOidc(files.html, oidcProvider);
+  const withoutSession = markedWithoutSession(html);
+  const anonymous = markedWith(html, ANONYMOUS_META);
   for (const path of Object.values(DASHBOARD_PAGES)) {
     fastify.get(path, async (request, reply) => {
       const via = await callerVia(request, reply, caller);
@@ -64,7 +80,7 @@ export function dashboardRoutes(fastify: FastifyInstance, { files, caller }: Das
         .code(pageStatus(path, via !== undefined))
         .header('cache-control', 'no-store')
         .type('text/html; charset=utf-8')
-        .send(via === undefined ? withoutSession : via === 'anonymous' ? anonymous : files.html);
+        .send(via === undefined ? withoutSession : via === 'anonymous' ? anonymous : html);
     });
   }
   // The login page's script and style are public. Unhashed names: the browser asks again at each

@@ -7,7 +7,10 @@
 //
 // The cookie holds the user as the TokenReview named them and the token
 // itself, which the session needs to review again (session.ts); a sealed
-// token is as safe as the key that seals it.
+// token is as safe as the key that seals it. An OIDC login's cookie holds the
+// user its id token's claims map to, and no token (oidc.ts). The same key
+// seals an OIDC login's flow cookie (state, nonce, PKCE verifier), whose
+// schema differs, so neither opens as the other.
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 
@@ -38,37 +41,56 @@ function trimTrailingNewlines(b: Buffer): Buffer {
   return b.subarray(0, end);
 }
 
-/** What a session cookie holds. */
-export const SessionSchema = z.strictObject({
-  v: z.literal(1),
-  kind: z.literal('token'),
-  user: z.strictObject({
-    username: z.string().min(1),
-    uid: z.string().optional(),
-    groups: z.array(z.string()),
-    extra: z.record(z.string(), z.array(z.string())).optional(),
-  }),
-  token: z.string().min(1),
-  /** When the token was last reviewed (ms since the epoch): the next review is due REVIEW_INTERVAL after. */
-  reviewedAt: z.int(),
-  /** When the session ends whatever the reviews say (ms since the epoch). */
-  expiresAt: z.int(),
+const UserSchema = z.strictObject({
+  username: z.string().min(1),
+  uid: z.string().optional(),
+  groups: z.array(z.string()),
+  extra: z.record(z.string(), z.array(z.string())).optional(),
 });
+
+/**
+ * What a session cookie holds: a token login's user and token, which is
+ * reviewed again (session.ts), or an OIDC login's user as its id token's
+ * claims named them (oidc.ts), which holds until the id token expires.
+ */
+export const SessionSchema = z.discriminatedUnion('kind', [
+  z.strictObject({
+    v: z.literal(1),
+    kind: z.literal('token'),
+    user: UserSchema,
+    token: z.string().min(1),
+    /** When the token was last reviewed (ms since the epoch): the next review is due REVIEW_INTERVAL after. */
+    reviewedAt: z.int(),
+    /** When the session ends whatever the reviews say (ms since the epoch). */
+    expiresAt: z.int(),
+  }),
+  z.strictObject({
+    v: z.literal(1),
+    kind: z.literal('oidc'),
+    user: UserSchema,
+    /** The id token's expiry, or the session's longest lifetime if sooner (ms since the epoch). */
+    expiresAt: z.int(),
+  }),
+]);
 export type Session = z.output<typeof SessionSchema>;
 
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
-/** The session sealed, as a cookie value (base64url: no character a cookie must quote). */
-export function seal(key: SessionKey, session: Session): string {
+/** A value sealed, as a cookie value (base64url: no character a cookie must quote). */
+export function sealValue(key: SessionKey, value: unknown): string {
   const iv = randomBytes(IV_BYTES);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
-  const body = Buffer.concat([cipher.update(JSON.stringify(session), 'utf8'), cipher.final()]);
+  const body = Buffer.concat([cipher.update(JSON.stringify(value), 'utf8'), cipher.final()]);
   return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url');
 }
 
-/** The session a cookie value seals, or undefined when it was not sealed with this key, was changed, or is not a session. */
-export function unseal(key: SessionKey, value: string): Session | undefined {
+/**
+ * The value a cookie seals, as the schema reads it, or undefined when it was not sealed with
+ * this key, was changed, or is not of the schema. Each kind of sealed cookie has a strict
+ * schema of its own, so one kind never opens as another.
+ */
+export function unsealValue<T extends z.ZodType>(key: SessionKey, value: string, schema: T): z.output<T> | undefined {
   const raw = Buffer.from(value, 'base64url');
   if (raw.length <= IV_BYTES + TAG_BYTES) return undefined;
   try {
@@ -77,12 +99,18 @@ export function unseal(key: SessionKey, value: string): Session | undefined {
     const text = Buffer.concat([decipher.update(raw.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString(
       'utf8',
     );
-    const parsed = SessionSchema.safeParse(JSON.parse(text));
+    const parsed = schema.safeParse(JSON.parse(text));
     return parsed.success ? parsed.data : undefined;
   } catch {
     return undefined;
   }
 }
+
+/** The session sealed, as a cookie value. */
+export const seal = (key: SessionKey, session: Session): string => sealValue(key, session);
+
+/** The session a cookie value seals, or undefined when it was not sealed with this key, was changed, or is not a session. */
+export const unseal = (key: SessionKey, value: string): Session | undefined => unsealValue(key, value, SessionSchema);
 
 // ---- the cookie's header lines ----
 
@@ -108,9 +136,12 @@ export function clearedCookie(tls: boolean): string {
 }
 
 /** The session cookie's value in a Cookie header, or undefined (the first one, as a browser sends the most specific first). */
-export function readCookie(header: string | undefined, tls: boolean): string | undefined {
+export const readCookie = (header: string | undefined, tls: boolean): string | undefined =>
+  readNamedCookie(header, cookieName(tls));
+
+/** A cookie's value in a Cookie header, or undefined (the first one of that name). */
+export function readNamedCookie(header: string | undefined, name: string): string | undefined {
   if (header === undefined) return undefined;
-  const name = cookieName(tls);
   for (const part of header.split(';')) {
     const eq = part.indexOf('=');
     if (eq < 0 || part.slice(0, eq).trim() !== name) continue;

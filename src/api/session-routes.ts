@@ -9,11 +9,14 @@ import { type ApiAuth, bearerToken, MAX_TOKEN_LENGTH, type UserInfo } from './au
 import { ApiError } from './errors.ts';
 import { type ApiLogger, logSerializers } from './logger.ts';
 import type { LoginThrottle } from './login-throttle.ts';
+import type { OidcFailure } from './oidc.ts';
 import type { Caller, Sessions } from './session.ts';
 import { type LoginCodes, MAX_LOGIN_CODE_LENGTH } from './session-codes.ts';
 
-/** How a login ended, the label of teal_dashboard_logins_total. */
-export type LoginResult = 'ok' | 'bad_token' | 'bad_code' | 'rate_limited' | 'review_failed';
+/** How a login came: POST /api/v1/session with a token, or a login code of kubectl teal dashboard, or OIDC (oidc-routes.ts); a label of teal_dashboard_logins_total. */
+export type LoginMethod = 'token' | 'code' | 'oidc';
+/** How a login ended, the other label of teal_dashboard_logins_total. */
+export type LoginResult = 'ok' | 'bad_token' | 'bad_code' | 'rate_limited' | 'review_failed' | OidcFailure;
 
 const LoginBody = z.union([
   z.strictObject({ token: z.string().min(1).max(MAX_TOKEN_LENGTH) }),
@@ -30,7 +33,7 @@ export interface SessionRouteDeps {
   auth: Pick<ApiAuth, 'authenticate'>;
   /** Who calls, by bearer header or session cookie (session.ts identify), for this request. */
   caller: (request: FastifyRequest, reply: FastifyReply) => Promise<Caller>;
-  onLogin: (result: LoginResult) => void;
+  onLogin: (method: LoginMethod, result: LoginResult) => void;
   logger: (request: FastifyRequest) => ApiLogger;
 }
 
@@ -51,7 +54,8 @@ export function sessionRoutes(fastify: FastifyInstance, deps: SessionRouteDeps):
       onRequest: async (request) => {
         const retryAfter = throttle.retryAfter(request.ip);
         if (retryAfter === 0) return;
-        onLogin('rate_limited');
+        // The body is not read yet: counted as a token login.
+        onLogin('token', 'rate_limited');
         // Debug only: a client hammering the route must not flood the log; the metric counts it.
         logger(request).debug({ remoteAddress: request.ip }, 'login refused: too many failed logins');
         throw new ApiError(429, `too many failed logins from ${request.ip}; try again in ${retryAfter} s`, {
@@ -67,10 +71,11 @@ export function sessionRoutes(fastify: FastifyInstance, deps: SessionRouteDeps):
           'the body must be {"token": "<a Kubernetes bearer token>"} or {"code": "<a login code of kubectl teal dashboard>"}',
         );
       }
+      const method: LoginMethod = 'token' in body.data ? 'token' : 'code';
       const token = 'token' in body.data ? body.data.token : codes.spend(body.data.code);
       if (token === undefined) {
         throttle.failed(request.ip);
-        onLogin('bad_code');
+        onLogin(method, 'bad_code');
         logger(request).info({ remoteAddress: request.ip }, 'login refused: bad login code');
         throw new ApiError(401, BAD_CODE, { 'www-authenticate': 'Bearer' });
       }
@@ -80,11 +85,11 @@ export function sessionRoutes(fastify: FastifyInstance, deps: SessionRouteDeps):
       } catch (err) {
         const rejected = err instanceof ApiError && err.status === 401;
         if (rejected) throttle.failed(request.ip);
-        onLogin(rejected ? 'bad_token' : 'review_failed');
+        onLogin(method, rejected ? 'bad_token' : 'review_failed');
         logger(request).info({ remoteAddress: request.ip }, rejected ? 'login refused: bad token' : 'login failed');
         throw err;
       }
-      onLogin('ok');
+      onLogin(method, 'ok');
       logger(request).info({ user: login.user.username, remoteAddress: request.ip }, 'session started');
       return reply
         .header('set-cookie', login.setCookie)

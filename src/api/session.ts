@@ -6,6 +6,14 @@
 // impersonation). The token is reviewed again at least every
 // REVIEW_INTERVAL_MS, by whichever replica the request reaches, so a deleted
 // ServiceAccount or a revoked token ends its sessions within that time.
+//
+// An OIDC login (oidc.ts) keeps no token: its user is what the id token's
+// claims map to, and the session ends when the id token expires, which is
+// when the API server stops accepting that token from kubectl too. There is
+// no refresh: a refresh token sealed in the cookie would be spent by
+// concurrent requests on several replicas at once, which providers that
+// rotate refresh tokens treat as theft. Logging in again is one redirect
+// while the provider's own session lasts.
 import type { ApiAuth, UserInfo } from './auth.ts';
 import { ApiError, unauthorized } from './errors.ts';
 import {
@@ -86,6 +94,12 @@ export class Sessions {
     return { user, setCookie };
   }
 
+  /** An OIDC login's session: the user its claims map to, until the id token expires (ms since the epoch). */
+  oidcLogin(user: UserInfo, idTokenExpiresAt: number): string {
+    const expiresAt = Math.min(idTokenExpiresAt, this.now() + SESSION_LIFETIME_MS);
+    return this.cookie({ v: 1, kind: 'oidc', user, expiresAt });
+  }
+
   /**
    * The user of a session cookie, and a renewed cookie when its token was
    * reviewed again. A cookie that does not open, an ended session or a token
@@ -97,6 +111,7 @@ export class Sessions {
       throw this.ended('the session cookie is not one of this operator (sealed with another key, or changed)');
     const now = this.now();
     if (session.expiresAt <= now) throw this.ended('the session has expired');
+    if (session.kind === 'oidc') return { user: session.user };
     if (now - session.reviewedAt < this.reviewIntervalMs) return { user: session.user };
     let user: UserInfo;
     try {
@@ -119,7 +134,7 @@ export class Sessions {
     if (size > MAX_COOKIE_BYTES) {
       throw new ApiError(
         400,
-        `the token is too long to keep in a session cookie (${size} bytes sealed, at most ${MAX_COOKIE_BYTES})`,
+        `the ${session.kind === 'token' ? 'token' : 'user'} is too long to keep in a session cookie (${size} bytes sealed, at most ${MAX_COOKIE_BYTES})`,
       );
     }
     return setCookie;

@@ -50,3 +50,15 @@ export function loginCodeOf(hash: string): string | undefined {
   const code = new URLSearchParams(hash.startsWith('#') ? hash.slice(1) : hash).get(LOGIN_CODE_KEY);
   return code === null || code === '' ? undefined : code;
 }
+
+/**
+ * The <meta> on every page when the operator logs in by OIDC: its content is the provider's
+ * name, and the login page then offers "Log in with <name>", a link to OIDC_START.
+ */
+export const OIDC_META = { name: 'teal-oidc' } as const;
+
+/** Where an OIDC login starts (src/api/oidc-routes.ts), with ?next=<the page to return to>. */
+export const OIDC_START = '/api/v1/session/oidc/start';
+
+/** Where the provider sends the browser back: the path of every --oidc-redirect-url. */
+export const OIDC_CALLBACK = '/api/v1/session/oidc/callback';

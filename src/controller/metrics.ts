@@ -123,8 +123,8 @@ export class Metrics {
   });
   readonly logins = new Counter({
     name: 'teal_dashboard_logins_total',
-    help: 'Logins (POST /api/v1/session), by result: ok, bad_token, bad_code, rate_limited, review_failed',
-    labelNames: ['result'],
+    help: 'Dashboard logins, by method (token: POST /api/v1/session with a token; code: with a login code; oidc) and result: ok, bad_token, bad_code, rate_limited, review_failed (token, code); ok, bad_state, bad_token, provider_error (oidc)',
+    labelNames: ['method', 'result'],
     registers: [this.registry],
   });
   readonly streams = new Gauge({

@@ -1,12 +1,15 @@
 // The login page: a bearer token pasted, sent once to POST /api/v1/session,
 // which answers with a sealed HttpOnly cookie. The token is not kept: not in
-// storage, not in the URL.
+// storage, not in the URL. When the operator logs in by OIDC, the page also
+// offers "Log in with <provider>": a plain link, as the login is a run of
+// top-level navigations (to the provider and back).
 import { useSignal } from '@preact/signals';
 import { useEffect } from 'preact/hooks';
 import { useLocation } from 'preact-iso/router';
+import { OIDC_START } from '../app/dashboard-pages.ts';
 import { login } from './api.ts';
 import { codeError } from './login-code.ts';
-import { user } from './session.ts';
+import { oidcProvider, user } from './session.ts';
 
 /** Where to go after login: a page of this dashboard only, never another origin. */
 const nextOf = (next: string | undefined) => (next?.startsWith('/') && !next.startsWith('//') ? next : '/apps');
@@ -43,9 +46,17 @@ export function LoginPage() {
     }
   };
 
+  const provider = oidcProvider();
   return (
     <main class="login">
       <h1>Teal</h1>
+      {provider !== undefined ? (
+        <p class="oidc">
+          <a class="button" href={`${OIDC_START}?next=${encodeURIComponent(next)}`}>
+            Log in with {provider}
+          </a>
+        </p>
+      ) : null}
       <form onSubmit={submit} aria-describedby="login-help">
         <label for="token">Bearer token</label>
         <textarea id="token" name="token" rows={4} spellcheck={false} autocomplete="off" required />

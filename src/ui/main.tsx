@@ -124,6 +124,12 @@ function App(props: { params?: { namespace?: string; name?: string } }) {
   );
 }
 
+/**
+ * The links the router takes over: the dashboard's pages, not /api/ (the OIDC login's start is a
+ * link there, which must be a real navigation, to the provider and back).
+ */
+const NOT_API = /^\/(?!api\/)/;
+
 function Dashboard() {
   if (sessionError.value) {
     return (
@@ -135,7 +141,7 @@ function Dashboard() {
   }
   if (user.value === undefined) return null;
   return (
-    <LocationProvider>
+    <LocationProvider scope={NOT_API}>
       <Router>
         <Route path={PAGES.home} component={Home} />
         <Route path={PAGES.login} component={LoginPage} />

@@ -1,7 +1,7 @@
 // Who is logged in, shared by every page: undefined until known, then a user
 // or null (no session).
 import { signal } from '@preact/signals';
-import { ANONYMOUS_META, ANONYMOUS_USER, NO_SESSION_META } from '../app/dashboard-pages.ts';
+import { ANONYMOUS_META, ANONYMOUS_USER, NO_SESSION_META, OIDC_META } from '../app/dashboard-pages.ts';
 import { currentUser, type User } from './api.ts';
 import { spendLoginCode, takeLoginCode } from './login-code.ts';
 
@@ -17,6 +17,10 @@ export const sessionError = signal<string | undefined>(undefined);
 const servedMark = () => document.querySelector(`meta[name="${NO_SESSION_META.name}"]`)?.getAttribute('content');
 
 const ANONYMOUS: User = { username: ANONYMOUS_USER.username, groups: [...ANONYMOUS_USER.groups], anonymous: true };
+
+/** The OIDC provider's name when the operator logs in by OIDC (src/api/dashboard.ts names it), else undefined. */
+export const oidcProvider = (): string | undefined =>
+  document.querySelector(`meta[name="${OIDC_META.name}"]`)?.getAttribute('content') ?? undefined;
 
 export async function loadSession(): Promise<void> {
   const code = takeLoginCode();

@@ -68,6 +68,9 @@ describe('helm lint', () => {
     ['--set', 'egress.allow={http://10.0.0.1/}', "at '/egress/allow/0'"],
     // The operator would refuse it at start: the chart says so at install.
     ['--set', 'sessionKey.value=short', "at '/sessionKey/value'"],
+    ['--set', 'oidc.issuerURL=http://idp.example.com', "at '/oidc/issuerURL'"],
+    ['--set', 'oidc.issuerURL=https://idp.example.com', 'oidc.clientID is required with oidc.issuerURL'],
+    ['--set', 'oidc.redirectURLs={https://teal.example.com/callback}', "at '/oidc/redirectURLs/0'"],
   ])('rejects %s %s with a message naming it', async (flag, value, message) => {
     const out = await helm(['template', 'teal', CHART, flag, value]);
     expect(out.code).not.toBe(0);
@@ -104,7 +107,7 @@ describe('the rendered chart', () => {
     for (const kind of ['Ingress', 'ServiceMonitor', 'Secret']) expect(find(objects, kind)).toEqual([]);
   });
 
-  it('with non-default values: namespaced RBAC, TLS, ingress, webhook secret, session key, ServiceMonitor', async () => {
+  it('with non-default values: namespaced RBAC, TLS, ingress, webhook secret, session key, OIDC, ServiceMonitor', async () => {
     const { objects } = await render('teal', 'platform', [
       '--values',
       NON_DEFAULT,
@@ -152,6 +155,25 @@ describe('the rendered chart', () => {
     expect(Buffer.from(sessionKey?.data['session-key'] ?? '', 'base64').toString()).toBe(
       'a-session-key-of-at-least-32-bytes-shared-by-replicas',
     );
+    // OIDC: the flags the operator reads, with the client secret from a Secret and the CA from a ConfigMap.
+    expect(readCommandLine(container.args, {})).toMatchObject({
+      run: {
+        oidcIssuerUrl: new URL('https://idp.example.com/realms/k8s'),
+        oidcClientId: 'teal',
+        oidcClientSecretFile: '/etc/teal/oidc/client-secret',
+        oidcCaFile: '/etc/teal/oidc-ca/ca.crt',
+        oidcUsernameClaim: 'email',
+        oidcUsernamePrefix: 'oidc:',
+        oidcGroupsClaim: 'groups',
+        oidcGroupsPrefix: 'oidc:',
+        oidcExtraScopes: ['email', 'groups'],
+        oidcRedirectUrl: [new URL('https://teal.example.com/api/v1/session/oidc/callback')],
+        oidcProviderName: 'Example SSO',
+      },
+    });
+    const [oidcSecret] = find(objects, 'Secret', 'teal-oidc') as (Manifest & { data: Record<string, string> })[];
+    expect(Buffer.from(oidcSecret?.data['client-secret'] ?? '', 'base64').toString()).toBe('an-oidc-client-secret');
+    expect(find(objects, 'ConfigMap', 'teal-oidc-ca')).toHaveLength(1);
     const [ingress] = find(objects, 'Ingress', 'teal') as (Manifest & {
       spec: { rules: { http: { paths: { path: string }[] } }[] };
     })[];

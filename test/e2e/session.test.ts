@@ -258,8 +258,10 @@ describe('cost', () => {
     expect(await login(b, tokens.reader ?? '')).toMatchObject({ status: 429, cookie: undefined });
 
     const metrics = await (await fetch(`${b}/metrics`)).text();
-    expect(metrics).toContain(`teal_dashboard_logins_total{result="bad_token"} ${LOGIN_FAILURES.max}`);
-    expect(metrics).toContain(`teal_dashboard_logins_total{result="rate_limited"} ${51 - LOGIN_FAILURES.max}`);
+    expect(metrics).toContain(`teal_dashboard_logins_total{method="token",result="bad_token"} ${LOGIN_FAILURES.max}`);
+    expect(metrics).toContain(
+      `teal_dashboard_logins_total{method="token",result="rate_limited"} ${51 - LOGIN_FAILURES.max}`,
+    );
   });
 });
 
@@ -295,7 +297,7 @@ describe('secrets', () => {
   it('no token and no session cookie reaches a log or a metric', async () => {
     expect(cookies.length).toBeGreaterThan(0);
     const metrics = await (await fetch(`${a}/metrics`)).text();
-    expect(metrics).toMatch(/teal_dashboard_logins_total\{result="ok"\} [1-9]/);
+    expect(metrics).toMatch(/teal_dashboard_logins_total\{method="token",result="ok"\} [1-9]/);
     for (const text of [...operators.map((o) => o.logs()), metrics]) {
       for (const token of Object.values(tokens)) expect(text).not.toContain(token);
       for (const cookie of cookies) expect(text).not.toContain(cookie);

@@ -117,3 +117,7 @@ Event on a shard Lease held by no live member (docs/sharding.md); release namesp
   resources: ["events"]
   verbs: ["create"]
 {{- end -}}
+
+{{- define "teal.oidcSecretName" -}}
+{{- default (printf "%s-oidc" (include "teal.fullname" .)) .Values.oidc.clientSecret.existingSecret -}}
+{{- end -}}
