@@ -116,6 +116,11 @@ export interface StartOptions {
   serviceClusterIPRange?: string;
   /** Where each boot's ports come from: clusterPorts, unless a test hands out a taken one. */
   ports?: () => Promise<ClusterPorts>;
+  /**
+   * An AuthenticationConfiguration (YAML) for the API server's --authentication-config, written
+   * into the workdir: a cluster of its own for a test of the API server's JWT authenticators.
+   */
+  authenticationConfig?: string;
 }
 
 /**
@@ -148,6 +153,11 @@ export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
   }
   const serviceRange = opts.serviceClusterIPRange;
   const extraArgs = serviceRange ? ['--extra-args', `kube-apiserver=service-cluster-ip-range=${serviceRange}`] : [];
+  if (opts.authenticationConfig !== undefined) {
+    const file = join(workdir, 'authentication-config.yaml');
+    writeFileSync(file, opts.authenticationConfig);
+    extraArgs.push('--extra-args', `kube-apiserver=authentication-config=${file}`);
+  }
   await bootOnFreshPorts(cluster, opts.ports ?? clusterPorts, log, extraArgs);
   return cluster;
 }

@@ -47,11 +47,16 @@ export async function setup(project: TestProject): Promise<void> {
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, stopOnSignal);
   process.once('exit', () => cluster && process.env.TEAL_KEEP_CLUSTER !== '1' && stopClusterSync(cluster));
   // Every e2e file works with Apps (and the operator watches AnalysisTemplates): install the CRDs once.
-  for (const crd of CRDS) await installCrd(cluster, crd);
+  await installCrds(cluster);
   project.provide('kubeconfig', cluster.kubeconfig);
   project.provide('binDir', cluster.binDir);
   pluginRoot = await installPlugin();
   project.provide('pluginRoot', pluginRoot);
+}
+
+/** Teal's CRDs, applied and established: on the shared cluster, or on a test's own (dashboard-oidc.test.ts). */
+export async function installCrds(c: Cluster): Promise<void> {
+  for (const crd of CRDS) await installCrd(c, crd);
 }
 
 async function installCrd(c: Cluster, { name, file }: (typeof CRDS)[number]): Promise<void> {

@@ -54,12 +54,21 @@ const REPORT_CSP = `document.addEventListener('securitypolicyviolation', (e) => 
 /** A page in a fresh context (no cookies), in the colour scheme asked, its requests relative to baseURL. */
 export async function openPage(
   browser: Browser,
-  options: { baseURL: string; colorScheme?: 'light' | 'dark' },
+  options: {
+    baseURL: string;
+    colorScheme?: 'light' | 'dark';
+    /**
+     * Accept HTTPS certificates of a test's own CA (an OIDC provider's): the operator and the
+     * API server are given that CA and check it; the browser has no way to be given it.
+     */
+    ignoreHTTPSErrors?: boolean;
+  },
 ): Promise<TestPage> {
   const context = await browser.newContext({
     baseURL: options.baseURL,
     colorScheme: options.colorScheme ?? 'light',
     viewport: { width: 1200, height: 720 },
+    ignoreHTTPSErrors: options.ignoreHTTPSErrors ?? false,
   });
   const page = await context.newPage();
   const consoleErrors: string[] = [];

@@ -64,7 +64,8 @@ export interface OperatorOptions {
   env?: Record<string, string>;
   /**
    * Listen on this port rather than one picked free: an operator started again where a killed
-   * one served, so the clients it had (a browser's page) reconnect to it.
+   * one served, so the clients it had (a browser's page) reconnect to it; or a port a test must
+   * name before the start (an OIDC redirect URL registered at a provider).
    */
   healthPort?: number;
 }
