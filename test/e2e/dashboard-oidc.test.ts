@@ -28,11 +28,11 @@ import type { Browser, Page } from 'playwright-core';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleUi } from '../../scripts/bundle-ui.ts';
-import { OIDC_CALLBACK } from '../../src/app/dashboard-pages.ts';
+import { OIDC_CALLBACK, OIDC_START } from '../../src/app/dashboard-pages.ts';
 import { GROUP, PLURAL, VERSION } from '../../src/app/schema.ts';
 import { type Cluster, kubectlOutput, startCluster, stopCluster } from '../cluster/cluster.ts';
 import { e2eApp } from '../fixtures/apps.ts';
-import { launchBrowser, openPage, type TestPage } from '../support/browser.ts';
+import { launchBrowser, openPage, seriousAxeViolations, type TestPage } from '../support/browser.ts';
 import { clients } from '../support/kube.ts';
 import { makeTestPki, startOidcProvider, type TestOidcProvider, type TestPki } from '../support/oidc-provider.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
@@ -274,6 +274,17 @@ afterAll(async () => {
 });
 
 describe('login by OIDC', () => {
+  it('offers "Log in with <provider>" on the login page, a link to the start, with no serious axe violation', async () => {
+    const p = await page();
+    await p.page.goto('/login?next=%2Fapps%3Fns%3Doidc-by-user');
+    const link = p.page.getByRole('link', { name: 'Log in with Test IdP' });
+    expect(await link.getAttribute('href')).toBe(`${OIDC_START}?next=%2Fapps%3Fns%3Doidc-by-user`);
+    expect(await seriousAxeViolations(p.page)).toEqual([]);
+    expect(p.cspViolations).toEqual([]);
+    // TEAL_SCREENSHOT_DIR=docs/img refreshes the docs' picture of it.
+    await p.screenshot(join(process.env.TEAL_SCREENSHOT_DIR ?? join(root, 'shots'), 'dashboard-login-oidc-light.png'));
+  });
+
   it('logs in through the provider and shows exactly the Apps RBAC gives the OIDC user and group', async () => {
     const p = await page();
     const res = await p.page.goto('/apps');
