@@ -60,6 +60,11 @@ export async function currentUser(): Promise<User | undefined> {
   }
 }
 
+/** The namespaces, of those whose Apps the user may list, where RBAC lets the user promote. */
+export async function promoteNamespaces(): Promise<string[]> {
+  return ((await call('GET', '/api/v1/permissions')) as { promote: string[] }).promote;
+}
+
 /** Logs in with a bearer token: the token goes in the body, never in a URL. */
 export async function login(token: string): Promise<User> {
   return userOf(await call('POST', '/api/v1/session', { token }));

@@ -7,6 +7,7 @@ import { useComputed, useSignal } from '@preact/signals';
 import { useEffect, useLayoutEffect, useMemo, useRef } from 'preact/hooks';
 import { useLocation } from 'preact-iso/router';
 import { appPageUrl } from '../app/dashboard-pages.ts';
+import { promoteNamespaces } from './api.ts';
 import { liveRows } from './live.ts';
 import { rowWindow } from './row-window.ts';
 import { type Column, choices, type ListView, type Row, rowOf, urlOf, viewOf, visibleRows } from './rows.ts';
@@ -27,9 +28,10 @@ export function AppsPage() {
   const view = viewOf(query);
   const url = urlOf(view);
   const show = (change: Partial<ListView>) => route(urlOf({ ...view, ...change }), true);
+  const promoteIn = usePromoteNamespaces(view.waiting);
   // Sorting 10,000 rows takes a while: done again only when the rows or the view change, not on scroll.
   const all = rows.value;
-  const shown = useMemo(() => (all ? visibleRows(all, view) : []), [all, url]);
+  const shown = useMemo(() => (all ? visibleRows(all, view, promoteIn) : []), [all, url, promoteIn]);
 
   if (!all) return <p aria-live="polite">Loading the Apps…</p>;
   return (
@@ -47,6 +49,32 @@ export function AppsPage() {
 
 type Show = (change: Partial<ListView>) => void;
 
+const NO_NAMESPACES: ReadonlySet<string> = new Set();
+
+/**
+ * Where the user may promote (GET /api/v1/permissions), asked when the "waiting for me" filter
+ * is on: each time it is turned on, so a RoleBinding changed meanwhile shows. Until known, none.
+ */
+function usePromoteNamespaces(wanted: boolean): ReadonlySet<string> {
+  const namespaces = useSignal<ReadonlySet<string>>(NO_NAMESPACES);
+  useEffect(() => {
+    if (!wanted) return;
+    let current = true;
+    promoteNamespaces()
+      .then((list) => {
+        if (current) namespaces.value = new Set(list);
+      })
+      // Not known is none: the filter shows less, never an App the user may not promote.
+      .catch(() => {
+        if (current) namespaces.value = NO_NAMESPACES;
+      });
+    return () => {
+      current = false;
+    };
+  }, [wanted]);
+  return namespaces.value;
+}
+
 /** The namespace and phase choices (from the rows themselves) and the text search, each a part of the URL. */
 function Filters(props: { all: Row[]; view: ListView; show: Show }) {
   const { all, view, show } = props;
@@ -59,6 +87,10 @@ function Filters(props: { all: Row[]; view: ListView; show: Show }) {
       <label>
         Search
         <input type="search" value={view.q} onInput={(e) => show({ q: e.currentTarget.value })} />
+      </label>
+      <label class="check">
+        <input type="checkbox" checked={view.waiting} onChange={(e) => show({ waiting: e.currentTarget.checked })} />
+        Waiting for me
       </label>
     </search>
   );

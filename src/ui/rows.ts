@@ -2,7 +2,7 @@
 // and what the URL says of them: pure functions, so the table, its filters and
 // its sort are tested without a browser (test/unit/ui-rows.test.ts) and the
 // URL stays the one source of a view.
-import { type DashboardRow, rowKey } from '../app/dashboard-row.ts';
+import { awaitsPromotion, type DashboardRow, rowKey, waitingFor } from '../app/dashboard-row.ts';
 
 /** One line of the table. */
 export interface Row {
@@ -13,21 +13,28 @@ export interface Row {
   active: number | undefined;
   preview: number | undefined;
   message: string;
+  /** Its preview waits only for a promote (app/dashboard-row.ts awaitsPromotion). */
+  awaitsPromotion: boolean;
 }
 
 export const COLUMNS = ['namespace', 'name', 'phase', 'active', 'preview', 'message'] as const;
 export type Column = (typeof COLUMNS)[number];
 
-/** What a view of the list shows: its filters and its order, all in the URL (/apps?ns=..&phase=..&q=..&sort=..&dir=..). */
+/**
+ * What a view of the list shows: its filters and its order, all in the URL
+ * (/apps?ns=..&phase=..&q=..&waiting=me&sort=..&dir=..).
+ */
 export interface ListView {
   ns: string;
   phase: string;
   q: string;
+  /** Only the Apps waiting for this user (app/dashboard-row.ts waitingFor): waiting=me. */
+  waiting: boolean;
   sort: Column;
   dir: 'asc' | 'desc';
 }
 
-export const DEFAULT_VIEW: ListView = { ns: '', phase: '', q: '', sort: 'namespace', dir: 'asc' };
+export const DEFAULT_VIEW: ListView = { ns: '', phase: '', q: '', waiting: false, sort: 'namespace', dir: 'asc' };
 
 /** The table's line of an App's row, as the live stream sent it (app/dashboard-row.ts). */
 export function rowOf(row: DashboardRow): Row {
@@ -39,6 +46,7 @@ export function rowOf(row: DashboardRow): Row {
     active: row.active,
     preview: row.preview,
     message: row.message,
+    awaitsPromotion: awaitsPromotion(row),
   };
 }
 
@@ -49,6 +57,7 @@ export function viewOf(query: Record<string, string | undefined>): ListView {
     ns: query.ns ?? '',
     phase: query.phase ?? '',
     q: query.q ?? '',
+    waiting: query.waiting === 'me',
     sort,
     dir: query.dir === 'desc' ? 'desc' : 'asc',
   };
@@ -57,18 +66,22 @@ export function viewOf(query: Record<string, string | undefined>): ListView {
 /** The URL of a view: only what differs from the default, so the plain list is /apps. */
 export function urlOf(view: ListView): string {
   const params = new URLSearchParams();
-  for (const key of ['ns', 'phase', 'q', 'sort', 'dir'] as const) {
-    if (view[key] !== DEFAULT_VIEW[key]) params.set(key, view[key]);
-  }
+  for (const key of ['ns', 'phase', 'q'] as const) if (view[key] !== DEFAULT_VIEW[key]) params.set(key, view[key]);
+  if (view.waiting) params.set('waiting', 'me');
+  for (const key of ['sort', 'dir'] as const) if (view[key] !== DEFAULT_VIEW[key]) params.set(key, view[key]);
   const query = params.toString();
   return query ? `/apps?${query}` : '/apps';
 }
 
-/** The rows the view shows, in its order: filtered by namespace, phase and text (any column, case-insensitive). */
-export function visibleRows(rows: readonly Row[], view: ListView): Row[] {
+/**
+ * The rows the view shows, in its order: filtered by namespace, phase, text (any column,
+ * case-insensitive) and, with waiting, by waiting for this user, who may promote in promoteIn.
+ */
+export function visibleRows(rows: readonly Row[], view: ListView, promoteIn: ReadonlySet<string> = new Set()): Row[] {
   const text = view.q.trim().toLowerCase();
   const shown = rows.filter(
     (r) =>
+      (!view.waiting || waitingFor(r, promoteIn)) &&
       (view.ns === '' || r.namespace === view.ns) &&
       (view.phase === '' || r.phase === view.phase) &&
       (text === '' ||

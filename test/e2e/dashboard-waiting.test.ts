@@ -8,6 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoordinationV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleUi } from '../../scripts/bundle-ui.ts';
 import { awaitsPromotion, type DashboardRow, waitingFor } from '../../src/app/dashboard-row.ts';
@@ -15,6 +16,7 @@ import { GROUP, PLURAL, VERSION } from '../../src/app/schema.ts';
 import { analysisRun, revisionStatus } from '../fixtures/app-status.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { createApp } from '../support/apps.ts';
+import { launchBrowser, openPage, seriousAxeViolations, type TestPage } from '../support/browser.ts';
 import { clients, createNamespace } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 import { dataOf, openSse } from '../support/sse.ts';
@@ -30,6 +32,8 @@ let theirs: { name: string; remove: () => Promise<void> };
 let root: string;
 let operator: Operator;
 let token: string;
+let browser: Browser;
+const pages: TestPage[] = [];
 
 /** An App with the status a running operator would have written. */
 async function appWithStatus(namespace: string, name: string, checks: boolean, status: Record<string, unknown>) {
@@ -91,9 +95,12 @@ beforeAll(async () => {
     namespace: `${mine.name},${theirs.name}`,
     extraArgs: ['--leader-election-namespace', mine.name, '--dashboard-dir', ui.outdir],
   });
+  browser = await launchBrowser();
 });
 
 afterAll(async () => {
+  await Promise.all(pages.map((p) => p.close()));
+  await browser?.close();
   await operator?.stop();
   await Promise.all([mine?.remove(), theirs?.remove()]);
   if (root) await rm(root, { recursive: true, force: true });
@@ -127,5 +134,29 @@ describe('waiting for me', () => {
     } finally {
       stream.close();
     }
+  });
+
+  it('the dashboard shows exactly those under "Waiting for me", with its URL; unticked, every App again', async () => {
+    const p = await openPage(browser, { baseURL: base() });
+    pages.push(p);
+    expect((await p.page.request.post('/api/v1/session', { data: { token } })).status()).toBe(200);
+    await p.page.goto('/apps?waiting=me');
+    await p.page.getByRole('table').waitFor();
+    const shown = () =>
+      p.page
+        .locator('tbody tr[aria-rowindex]')
+        .evaluateAll((trs) => trs.map((tr) => `${tr.children[0]?.textContent}/${tr.children[1]?.textContent}`));
+    await expect.poll(shown).toEqual([`${mine.name}/no-checks`, `${mine.name}/ready`]);
+    const box = p.page.getByLabel('Waiting for me');
+    expect(await box.isChecked()).toBe(true);
+    expect(await seriousAxeViolations(p.page)).toEqual([]);
+    await box.uncheck();
+    await p.page.waitForURL('**/apps');
+    await expect.poll(async () => (await shown()).length).toBe(6);
+    await box.check();
+    await p.page.waitForURL('**/apps?waiting=me');
+    await expect.poll(shown).toEqual([`${mine.name}/no-checks`, `${mine.name}/ready`]);
+    expect(p.cspViolations).toEqual([]);
+    expect(p.consoleErrors).toEqual([]);
   });
 });

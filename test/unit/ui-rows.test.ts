@@ -41,6 +41,7 @@ describe('the Apps list', () => {
       active: 2,
       preview: 3,
       message: 'revision 3 is in preview',
+      awaitsPromotion: true,
     });
     expect(rowOf(app('a', 'b'))).toMatchObject({
       phase: '',
@@ -64,11 +65,28 @@ describe('the Apps list', () => {
   });
 
   it('gives every view a URL, and reads it back; a wrong value is the default', () => {
-    const view = { ns: 'shop', phase: 'Paused', q: 'a b&c', sort: 'preview', dir: 'desc' } as const;
-    expect(urlOf(view)).toBe('/apps?ns=shop&phase=Paused&q=a+b%26c&sort=preview&dir=desc');
+    const view = { ns: 'shop', phase: 'Paused', q: 'a b&c', waiting: true, sort: 'preview', dir: 'desc' } as const;
+    expect(urlOf(view)).toBe('/apps?ns=shop&phase=Paused&q=a+b%26c&waiting=me&sort=preview&dir=desc');
     const query = Object.fromEntries(new URL(urlOf(view), 'http://x').searchParams);
     expect(viewOf(query)).toEqual(view);
     expect(urlOf(DEFAULT_VIEW)).toBe('/apps');
-    expect(viewOf({ sort: 'constructor', dir: 'sideways' })).toEqual(DEFAULT_VIEW);
+    expect(viewOf({ sort: 'constructor', dir: 'sideways', waiting: 'you' })).toEqual(DEFAULT_VIEW);
+  });
+
+  it('"waiting for me" shows the previews awaiting a promote in the namespaces where the user may promote', () => {
+    const waiting = [
+      app('shop', 'web', 'Paused', 2, 3),
+      { ...app('shop', 'checking', 'Paused', 2, 3), previewChecks: 'running' as const },
+      { ...app('shop', 'passed', 'Paused', 2, 3), previewChecks: 'passed' as const },
+      app('shop', 'api', 'Healthy', 7),
+      app('blog', 'site', 'Paused', 1, 2),
+    ].map(rowOf);
+    const shown = (promoteIn: string[]) =>
+      visibleRows(waiting, { ...DEFAULT_VIEW, waiting: true }, new Set(promoteIn)).map((r) => r.key);
+    expect(shown(['shop'])).toEqual(['shop/passed', 'shop/web']);
+    expect(shown(['shop', 'blog'])).toEqual(['blog/site', 'shop/passed', 'shop/web']);
+    expect(shown([])).toEqual([]);
+    // Off, the filter shows every row whatever the permissions.
+    expect(visibleRows(waiting, DEFAULT_VIEW, new Set())).toHaveLength(5);
   });
 });
