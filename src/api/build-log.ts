@@ -167,11 +167,6 @@ export class BuildLogs {
     this.maxTotal = opts.maxTotal ?? MAX_STREAMS;
   }
 
-  /** How many streams are open now (metrics, tests). */
-  get size(): number {
-    return this.total;
-  }
-
   /**
    * The SSE stream of the build's log; throws 404 when there is no such build
    * and 429 or 503 past the caps. The stream ends after the end event; destroyed
@@ -435,6 +430,7 @@ function until<T>(
   timeoutMs?: number,
 ): Promise<T | undefined> {
   return new Promise((resolve) => {
+    let done = false;
     const first = look();
     if (first !== undefined || signal.aborted) return resolve(first);
     const check = () => {
@@ -446,7 +442,6 @@ function until<T>(
     const timer = timeoutMs !== undefined ? setTimeout(() => finish(undefined), timeoutMs) : undefined;
     const stop = () => finish(undefined);
     signal.addEventListener('abort', stop, { once: true });
-    let done = false;
     function finish(value: T | undefined) {
       if (done) return;
       done = true;

@@ -223,8 +223,8 @@ async function openStream(path: string, token: string, headers: Record<string, s
 
 const logPath = (name: string, commit?: string) =>
   `/api/v1/namespaces/${ns}/apps/${name}/${commit ? `builds/${commit}` : 'build'}/log`;
-const podLogRequests = () =>
-  recorder.requests.filter((r) => /^\/api\/v1\/namespaces\/[^/]+\/pods\/[^/]+\/log$/.test(r.path));
+const podLogPath = /^\/api\/v1\/namespaces\/[^/]+\/pods\/[^/]+\/log$/;
+const podLogRequests = () => recorder.requests.filter((r) => podLogPath.test(r.path));
 const podReads = () => recorder.requests.filter((r) => r.method === 'GET' && /\/pods\/[^/]+$/.test(r.path));
 
 /** The build Job of the App's first build, running: its pod's container started and not ended. */
@@ -285,7 +285,13 @@ describe('build logs in the dashboard', () => {
       const next = await openStream(logPath('web'), reader);
       return next.status === 200 ? next : undefined;
     });
+    const openLogReads = () => [...recorder.open].filter((r) => podLogPath.test(r.path)).length;
+    await waitFor('a log read for each of the four open streams', async () =>
+      openLogReads() === 4 ? true : undefined,
+    );
+    // The browser going stops the operator's read of the log from the API server.
     for (const m of [...more, again]) m.close();
+    await waitFor('the reads of the closed streams stopped', async () => (openLogReads() === 1 ? true : undefined));
 
     gate.open('first');
     await waitFor('the end of the log', async () => (stream.ended ? true : undefined));

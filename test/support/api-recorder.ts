@@ -21,6 +21,8 @@ export interface ApiRecorder {
   /** A kubeconfig whose cluster is this proxy (no credentials: the proxy adds its own). */
   kubeconfig: string;
   requests: RecordedRequest[];
+  /** The requests whose connection to the client (the operator) is still open: a watch, a followed log. */
+  open: ReadonlySet<RecordedRequest>;
   count(method: string, path: string): number;
   /**
    * From now on, forwards these requests as a user without any permission, so
@@ -46,12 +48,15 @@ export async function startApiRecorder(dir: string): Promise<ApiRecorder> {
     keepAlive: true,
   });
   const requests: RecordedRequest[] = [];
+  const open = new Set<RecordedRequest>();
   const forbidden = new Set<string>();
 
   const forward = (req: IncomingMessage, res: ServerResponse) => {
     const path = req.url ?? '/';
     const recorded = { method: req.method ?? 'GET', path: path.replace(/\?.*$/, '') };
     requests.push(recorded);
+    open.add(recorded);
+    res.on('close', () => open.delete(recorded));
     const { host: _host, ...headers } = req.headers;
     const as = forbidden.has(`${recorded.method} ${recorded.path}`) ? { 'impersonate-user': NOBODY } : {};
     const out = request(
@@ -101,6 +106,7 @@ export async function startApiRecorder(dir: string): Promise<ApiRecorder> {
   return {
     kubeconfig,
     requests,
+    open,
     count: (method, path) => requests.filter((r) => r.method === method && r.path === path).length,
     forbid: (method, path) => forbidden.add(`${method} ${path}`),
     stop: async () => {
