@@ -15,10 +15,12 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PatchStrategy } from '@kubernetes/client-node';
-import type { Browser } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { bundleUi } from '../../scripts/bundle-ui.ts';
 import { NODE_NAME } from '../cluster/cluster.ts';
+import { e2eApp } from '../fixtures/apps.ts';
+import { createApp } from '../support/apps.ts';
 import { launchBrowser, openPage, type TestPage } from '../support/browser.ts';
 import { CLI_FROM, type RunningTeal, startTeal, teal } from '../support/cli.ts';
 import { clients, createNamespace, tokenKubeconfig, waitFor } from '../support/kube.ts';
@@ -41,6 +43,7 @@ let token: string;
 let kubeconfig: string;
 const running: RunningTeal[] = [];
 const pages: TestPage[] = [];
+const contexts: BrowserContext[] = [];
 
 /** The operator's place in the cluster: a pod on KWOK's node, Service "teal", and the kubelet's forward to the process. */
 async function operatorInCluster(namespace: string, port: number): Promise<void> {
@@ -158,6 +161,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(running.map((r) => r.interrupt()));
   await Promise.all(pages.map((p) => p.close()));
+  await Promise.all(contexts.map((c) => c.close()));
   await browser?.close();
   await operator?.stop();
   await Promise.all([apps?.remove(), system?.remove()]);
@@ -291,5 +295,56 @@ describe('login codes on the server', () => {
     expect(operator.logs()).toContain('login code issued');
     expect(operator.logs()).not.toContain(code);
     expect(operator.logs()).not.toContain(token);
+  });
+});
+
+describe('eight tabs over kubectl teal dashboard (issue #25 test 8)', () => {
+  const liveState = (tab: Page) => tab.getByTestId('live-state').getAttribute('data-state');
+
+  /** The streams the operator holds open (teal_dashboard_streams), read from it directly. */
+  async function openStreams(): Promise<number> {
+    const text = await (await fetch(`http://127.0.0.1:${operator.healthPort}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith('teal_dashboard_streams '));
+    return Number(line?.split(' ')[1] ?? Number.NaN);
+  }
+
+  async function hasRow(tab: Page, name: string): Promise<boolean> {
+    for (const tr of await tab.locator('tbody tr').all()) {
+      if ((await tr.locator('td').allTextContents())[1] === name) return true;
+    }
+    return false;
+  }
+
+  it("eight tabs of one browser, through the port-forward's plain HTTP/1.1, all stay live while the operator holds one stream", async () => {
+    // The pages of the tests above are closed first, so the count below is of this browser's streams.
+    // Their streams went through port-forwards already stopped, whose far end (KWOK's, then the
+    // operator's connection) closed some seconds later in the runs seen (about 14 s), not at once.
+    await Promise.all(pages.splice(0).map((p) => p.close()));
+    await waitFor('no stream open', async () => ((await openStreams()) === 0 ? true : undefined));
+    const run = dashboard(['-n', system.name, '--no-browser']);
+    const url = await printedUrl(run);
+    const context = await browser.newContext({ baseURL: new URL(url).origin });
+    contexts.push(context);
+    const tabs: Page[] = [];
+    for (let i = 0; i < 8; i++) {
+      const tab = await context.newPage();
+      // The first tab logs in with the code; the others share its cookie, as tabs of one browser do.
+      await tab.goto(i === 0 ? url : '/apps');
+      await tab.getByRole('table').waitFor();
+      tabs.push(tab);
+    }
+    for (const tab of tabs) {
+      await waitFor('every tab live', async () => ((await liveState(tab)) === 'live' ? true : undefined));
+    }
+    expect(await openStreams()).toBe(1);
+
+    await createApp(apps.name, e2eApp('eighth'));
+    for (const tab of tabs) {
+      await waitFor('the new App in every tab, without a reload', async () =>
+        (await hasRow(tab, 'eighth')) ? true : undefined,
+      );
+    }
+    expect(await openStreams()).toBe(1);
+    expect(await run.interrupt()).toBe(0);
   });
 });
