@@ -14,6 +14,7 @@ import {
   type CheckLike,
   checksSummary,
   digestOf,
+  isStale,
   notificationLines,
   podsOf,
   type RevisionLike,
@@ -25,6 +26,7 @@ import {
   whyDisabled,
 } from './app-view.ts';
 import { BuildLog } from './build-log.tsx';
+import { appRow } from './live.ts';
 import { user } from './session.ts';
 
 interface Loaded {
@@ -47,6 +49,14 @@ function useApp(namespace: string, name: string) {
     }
   };
   useEffect(() => void load(), [namespace, name]);
+  // Live (live.ts): the App's row carries its resourceVersion; a new one means the App changed,
+  // so its full view and actions are read again. Events and pods that change without the App
+  // changing show at the next change or action.
+  const rowVersion = appRow(namespace, name).value?.version;
+  const shownVersion = loaded.value?.view.metadata.resourceVersion;
+  useEffect(() => {
+    if (isStale(shownVersion, rowVersion)) void load();
+  }, [rowVersion, shownVersion]);
   return { loaded, error, load };
 }
 

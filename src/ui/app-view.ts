@@ -75,7 +75,7 @@ export interface ActorLike {
 
 /** What the App page reads of the API's view of an App. */
 export interface AppDetailLike {
-  metadata: { namespace: string; name: string };
+  metadata: { namespace: string; name: string; resourceVersion?: string };
   status?: {
     phase?: string;
     message?: string;
@@ -111,6 +111,14 @@ export interface AppDetailLike {
   pendingIntents?: ({ action?: string } & ActorLike)[];
   replicaSets?: RevisionPodsLike[];
   events?: { type?: string; reason?: string; message?: string; count?: number; at?: string }[];
+}
+
+/**
+ * Whether the view shown is older than the App's live row: both known and different (the row and
+ * the view come from the same informer cache, so a different version is a change not yet read).
+ */
+export function isStale(shown: string | undefined, live: string | undefined): boolean {
+  return shown !== undefined && live !== undefined && shown !== live;
 }
 
 // ---- the timeline ----

@@ -9,6 +9,7 @@ import {
   countdown,
   curlWithBody,
   digestOf,
+  isStale,
   kubectlWithBody,
   notificationLines,
   restartProgress,
@@ -137,6 +138,16 @@ describe('the release timeline', () => {
       at: '2026-11-26T12:00:01Z',
     });
     expect(states(view)[4]).toBe('promotion:current');
+  });
+});
+
+describe('live', () => {
+  it('reads the App again when its live row has another version than the view shown, and only then', () => {
+    expect(isStale('41', '42')).toBe(true);
+    expect(isStale('42', '42')).toBe(false);
+    // Not loaded yet (the first read is under way), or no row yet (the stream has not said).
+    expect(isStale(undefined, '42')).toBe(false);
+    expect(isStale('42', undefined)).toBe(false);
   });
 });
 
