@@ -264,7 +264,7 @@ function Checks(props: { title: string; run: RunLike | undefined }) {
         {props.title} (revision {run.revision ?? '?'}): {checksSummary(run)}
       </h2>
       {run.message ? <p class="message">{run.message}</p> : null}
-      <table>
+      <table class="detail">
         <thead>
           <tr>
             <th scope="col">Check</th>
@@ -354,7 +354,7 @@ function History(props: {
       {history.length === 0 ? (
         <p class="muted">No revision was promoted yet.</p>
       ) : (
-        <table>
+        <table class="detail">
           <thead>
             <tr>
               <th scope="col">Revision</th>
@@ -407,7 +407,7 @@ function Events(props: { view: AppDetailLike }) {
       {events.length === 0 ? (
         <p class="muted">No Events (the API server keeps them for an hour by default).</p>
       ) : (
-        <table>
+        <table class="detail">
           <thead>
             <tr>
               <th scope="col">Type</th>
