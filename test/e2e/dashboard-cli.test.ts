@@ -10,7 +10,7 @@
 // services, list endpointslices, get and create pods/portforward) bound in the
 // operator's namespace.
 
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,6 +23,7 @@ import { e2eApp } from '../fixtures/apps.ts';
 import { createApp } from '../support/apps.ts';
 import { launchBrowser, openPage, type TestPage } from '../support/browser.ts';
 import { CLI_FROM, type RunningTeal, startTeal, teal } from '../support/cli.ts';
+import { selfSignedCertificate } from '../support/git-server.ts';
 import { clients, createNamespace, tokenKubeconfig, waitFor } from '../support/kube.ts';
 import { find, parseManifests } from '../support/manifests.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
@@ -241,6 +242,30 @@ describe('kubectl teal dashboard --address (a local operator, as make dev runs i
     await expect.poll(() => p.page.getByTestId('username').textContent()).toBe(userOf(apps.name, 'viewer'));
     expect(p.page.url()).not.toContain('code=');
     expect(await run.interrupt()).toBe(0);
+  });
+
+  it('an operator that serves TLS itself: exits 1, saying so and what to use instead', async () => {
+    const dir = join(root, 'tls');
+    await mkdir(dir);
+    const { key, cert } = await selfSignedCertificate();
+    await Promise.all([writeFile(join(dir, 'tls.crt'), cert), writeFile(join(dir, 'tls.key'), key)]);
+    const tlsOperator = await startOperator({
+      namespace: apps.name,
+      tls: { certFile: join(dir, 'tls.crt'), keyFile: join(dir, 'tls.key'), ca: cert },
+    });
+    try {
+      const result = await teal(
+        ['dashboard', '--address', `http://127.0.0.1:${tlsOperator.healthPort}`, '--no-browser'],
+        kubeconfig,
+      );
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(
+        `the operator at http://127.0.0.1:${tlsOperator.healthPort} serves TLS itself (--tls-cert-file, the chart's api.tls)`,
+      );
+      expect(result.stdout).not.toContain('login#code=');
+    } finally {
+      await tlsOperator.stop();
+    }
   });
 
   it('refuses an address off this machine, where the token would cross the network in the clear', async () => {

@@ -13,7 +13,7 @@ import { DiscoveryV1Api, type V1Service } from '@kubernetes/client-node';
 import { loginCodePath } from '../../app/dashboard-pages.ts';
 import { apiStatusOf } from '../../kube/errors.ts';
 import { browserCommand } from '../dashboard/browser.ts';
-import { askLoginCode } from '../dashboard/login-code.ts';
+import { askLoginCode, speaksTls, tlsOperatorProblem } from '../dashboard/login-code.ts';
 import { type Connector, LISTEN_HOST, portForwardConnector, startRelay, tcpConnector } from '../dashboard/relay.ts';
 import {
   DEFAULT_OPERATOR_NAMESPACE,
@@ -151,6 +151,10 @@ export async function dashboard(_args: string[], flags: Flags): Promise<number> 
       try {
         return `${base}${loginCodePath((await askLoginCode(relay.port, token, via)).code)}`;
       } catch (err) {
+        // Reached, but hung up on plain HTTP: the one failure a TLS operator causes.
+        if (lastError === undefined && (err as NodeJS.ErrnoException).code === 'ECONNRESET') {
+          if (await speaksTls(relay.port)) throw new CliError(tlsOperatorProblem(via));
+        }
         const cause = lastError ?? err;
         throw new CliError(local?.ok ? messageOf(cause) : portForwardProblem(cause, namespace));
       }

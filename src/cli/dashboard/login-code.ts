@@ -3,6 +3,7 @@
 // bearer token, through its own relay: the same path the browser then takes.
 // One HTTP request of node:http, on a connection of its own that closes after.
 import { request } from 'node:http';
+import { connect } from 'node:tls';
 import { LISTEN_HOST } from './relay.ts';
 
 export const LOGIN_CODES_PATH = '/api/v1/session/codes';
@@ -79,3 +80,29 @@ export async function askLoginCode(port: number, token: string, operator: string
   if (problem !== undefined) throw new Error(problem);
   return answer.body as LoginCode;
 }
+
+/** How long the TLS probe waits for a handshake before it calls the operator not TLS. */
+const PROBE_TIMEOUT_MS = 10_000;
+
+/**
+ * Whether the operator behind the relay on port answers a TLS handshake: an
+ * operator serving TLS itself hangs up on the plain HTTP of the code request,
+ * which says nothing of why. The probe sends a ClientHello and nothing else,
+ * so its certificate is not checked: it is not trusted with anything.
+ */
+export function speaksTls(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: LISTEN_HOST, port, rejectUnauthorized: false, timeout: PROBE_TIMEOUT_MS });
+    const done = (tls: boolean) => {
+      socket.destroy();
+      resolve(tls);
+    };
+    socket.once('secureConnect', () => done(true));
+    socket.once('error', () => done(false));
+    socket.once('timeout', () => done(false));
+  });
+}
+
+/** What to do about an operator that serves TLS itself. */
+export const tlsOperatorProblem = (operator: string): string =>
+  `${operator} serves TLS itself (--tls-cert-file, the chart's api.tls), and kubectl teal dashboard relays plain HTTP only: reach it through an Ingress with TLS, or kubectl port-forward and its login page`;
