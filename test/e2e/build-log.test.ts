@@ -359,6 +359,23 @@ describe('build logs in the dashboard', () => {
     expect(await log.getByText(printed('build-log: released')).count()).toBe(0);
     await page.screenshot(join(SHOTS ?? join(root, 'shots'), 'dashboard-build-log-light.png'));
 
+    // Lines keep coming while the RUN waits (wget's 503s): the view follows them at the bottom,
+    // until the user scrolls up to read, where it then stays.
+    const lineCount = () => log.locator('.log-line').count();
+    await waitFor('the log to outgrow its box', async () =>
+      (await log.evaluate((el) => el.scrollHeight > el.clientHeight + 100)) ? true : undefined,
+    );
+    await waitFor('the view at the bottom', async () =>
+      (await log.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight < 8)) ? true : undefined,
+    );
+    await log.evaluate((el) => {
+      el.scrollTop = 0;
+      el.dispatchEvent(new Event('scroll'));
+    });
+    const seen = await lineCount();
+    await waitFor('more lines', async () => ((await lineCount()) > seen + 3 ? true : undefined));
+    expect(await log.evaluate((el) => el.scrollTop)).toBe(0);
+
     gate.open('second');
     await p.getByRole('status').getByText('The build succeeded').waitFor({ timeout: 120_000 });
     await log.getByText(printed('build-log: released')).waitFor();
@@ -366,5 +383,23 @@ describe('build logs in the dashboard', () => {
     expect(await seriousAxeViolations(p)).toEqual([]);
     expect(page.cspViolations).toEqual([]);
     expect(page.consoleErrors).toEqual([]);
+  });
+
+  it('a user without get pods/log is told on the App page why the log cannot be shown', async () => {
+    if (!browser) throw new Error('the browser test before this one did not start the browser');
+    const other = await openPage(browser, { baseURL: base });
+    try {
+      expect((await other.page.request.post('/api/v1/session', { data: { token: noLogs } })).status()).toBe(200);
+      await other.page.goto(`/apps/${ns}/web`);
+      await other.page.getByRole('button', { name: 'Show the build log' }).click();
+      await other.page
+        .getByText(
+          `The build log cannot be shown: User "system:serviceaccount:${ns}:no-logs" cannot get resource "pods/log" in API group "" in the namespace "${ns}"`,
+        )
+        .waitFor();
+      expect(await other.page.getByRole('log').locator('.log-line').count()).toBe(0);
+    } finally {
+      await other.close();
+    }
   });
 });
