@@ -10,11 +10,11 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { bundleUi } from '../../scripts/bundle-ui.ts';
 import type { AppInput } from '../../src/app/schema.ts';
 import { e2eApp } from '../fixtures/apps.ts';
-import { createApp, phase, waitForApp } from '../support/apps.ts';
+import { createApp, intent, phase, waitForApp } from '../support/apps.ts';
 import { launchBrowser } from '../support/browser.ts';
 import { createRepo, type GitHttpsServer, startGitHttpsServer, type TestRepo } from '../support/git-server.ts';
 import { clients, createNamespace, waitFor } from '../support/kube.ts';
@@ -120,6 +120,9 @@ beforeAll(async () => {
   browser = await launchBrowser();
 });
 
+// Each test's pages closed, and their stream with them, whatever the test's outcome: the next counts streams.
+afterEach(closeContexts);
+
 afterAll(async () => {
   await Promise.all(contexts.map((c) => c.close()));
   await browser?.close();
@@ -158,7 +161,23 @@ describe('the dashboard, live', () => {
     expect(await page.evaluate("document.body.getAttribute('data-test-mark')")).toBe('same-document');
     expect(navigations).toBe(0);
     expect(await liveState(page)).toBe('live');
-    await closeContexts();
+  });
+
+  it("the App page reads its App again when the App's row changes: a promote shows without a reload", async () => {
+    const page = await (await loggedIn()).newPage();
+    await page.goto(`/apps/${ns}/weather`);
+    const heading = (card: string) => page.getByTestId(card).getByRole('heading').textContent();
+    await waitFor('the preview on the App page', async () =>
+      (await heading('preview')) === 'Preview: revision 2' ? true : undefined,
+    );
+    expect(await heading('active')).toBe('Active: revision 1');
+    await page.evaluate("document.body.setAttribute('data-test-mark', 'same-document')");
+
+    await intent(ns, 'weather', 'promote');
+    await waitFor('revision 2 active on the open App page', async () =>
+      (await heading('active')) === 'Active: revision 2' ? true : undefined,
+    );
+    expect(await page.evaluate("document.body.getAttribute('data-test-mark')")).toBe('same-document');
   });
 
   it('eight tabs of one browser, over plain HTTP/1.1, all stay live while the operator holds one stream; closing the tab that holds it hands it on', async () => {
@@ -190,7 +209,6 @@ describe('the dashboard, live', () => {
       await waitState(tab, 'live');
     }
     await waitFor('one stream again', async () => ((await openStreams()) === 1 ? true : undefined));
-    await closeContexts();
   });
 
   it('kill -9 of the operator serving the stream: the page shows reconnecting, then live, with no stale row', async () => {
@@ -220,6 +238,5 @@ describe('the dashboard, live', () => {
     expect(await rowOf(page, 'newcomer')).toBeDefined();
     await waitFor('doomed gone', async () => ((await rowOf(page, 'doomed')) === undefined ? true : undefined));
     expect(await rowOf(page, 'weather')).toBeDefined();
-    await closeContexts();
   });
 });
