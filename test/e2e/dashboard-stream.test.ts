@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoordinationV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { GROUP, PLURAL, VERSION } from '../../src/app/schema.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { type ApiRecorder, startApiRecorder } from '../support/api-recorder.ts';
@@ -116,6 +116,9 @@ beforeAll(async () => {
   await closeAll();
 });
 
+// Each test's streams closed, whatever its outcome: the next counts streams against the caps.
+afterEach(closeAll);
+
 afterAll(async () => {
   for (const s of open) s.close();
   await operator?.stop();
@@ -150,7 +153,6 @@ describe('the live stream, raw', () => {
 
     for (const text of [b.name, 'secret-plans', 'more-plans', 'B only']) expect(mine.raw()).not.toContain(text);
     expect(mine.events.map((e) => e.event)).toEqual(['snapshot', 'upsert']);
-    await closeAll();
   });
 
   it('opening streams adds no watch and no list on the API server: only reviews of the callers', async () => {
@@ -162,7 +164,6 @@ describe('the live stream, raw', () => {
     // Only the TokenReviews and SubjectAccessReviews of the callers (cached): no GET, so no list and no watch.
     const added = recorder.requests.slice(before);
     expect(added.filter((r) => !/\/(tokenreviews|subjectaccessreviews)$/.test(r.path))).toEqual([]);
-    await closeAll();
   });
 
   it('caps streams per session and in total, with a 429 naming the flag; the metrics count the open streams', async () => {
@@ -184,7 +185,6 @@ describe('the live stream, raw', () => {
     await closeAll();
     // A closed stream frees its place.
     expect((await stream(viewer)).status).toBe(200);
-    await closeAll();
   });
 
   it('resumes from Last-Event-ID with the events missed and no snapshot; an id it cannot resume from gets a snapshot', async () => {
@@ -221,7 +221,6 @@ describe('the live stream, raw', () => {
     const [, seq, scope] = lastId.split('.');
     const foreign = await stream(viewer, { 'last-event-id': `00ff00ff.${seq}.${scope}` });
     expect(names(await snapshotRows(foreign))).toEqual([`${a.name}/api`, `${a.name}/web`]);
-    await closeAll();
   });
 
   it("removing the RoleBinding deletes A's rows from the open stream and sends no more of A; binding again sends them", async () => {
@@ -244,7 +243,6 @@ describe('the live stream, raw', () => {
         .map((e) => dataOf<Row>(e).name)
         .sort(),
     ).toEqual(['api', 'web']);
-    await closeAll();
   });
 
   it('ends the stream of a session whose token is no longer valid, telling why', async () => {
@@ -262,6 +260,5 @@ describe('the live stream, raw', () => {
     const ended = await s.next('the end', (e) => e.event === 'ended');
     expect(dataOf<{ message: string }>(ended).message).toBe('the session ended: log in again');
     await waitFor('the stream closed', async () => (s.ended() ? true : undefined));
-    await closeAll();
   });
 });
