@@ -10,6 +10,8 @@ export interface AuditEvent {
   userAgent?: string;
   /** Who made the request, as authenticated. */
   user?: { username?: string };
+  /** The path and query asked for. */
+  requestURI?: string;
   requestReceivedTimestamp?: string;
   impersonatedUser?: { username?: string };
   objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string };

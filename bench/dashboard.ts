@@ -39,7 +39,13 @@ import { openSse, type SseStream } from '../test/support/sse.ts';
 import { waitFor } from '../test/support/wait.ts';
 import { AUDIT_POLICY, addEvent, type Counts, counted } from './audit.ts';
 import { AuditLog } from './audit-log.ts';
-import { type DashboardFigures, dashboardTable, type RequestWindow, renderDashboardJson } from './dashboard-figures.ts';
+import {
+  type DashboardFigures,
+  dashboardTable,
+  type RequestWindow,
+  renderDashboardJson,
+  renewalKey,
+} from './dashboard-figures.ts';
 import { loadAverage, memory } from './proc.ts';
 import { percentile } from './stats.ts';
 import { type OperatorProcess, spawnOperator } from './subjects.ts';
@@ -117,7 +123,10 @@ function tokenKubeconfig(admin: KubeConfig, token: string, path: string): string
 function requestsBetween(audit: AuditLog, from: number, to: number): Counts {
   const counts: Counts = {};
   audit.scan(from, to, (e) => {
-    if (counted(e) && e.user?.username === OPERATOR_USER) addEvent(counts, e);
+    if (!counted(e) || e.user?.username !== OPERATOR_USER) return;
+    const renewal = renewalKey(e.verb, e.objectRef?.resource, e.requestURI);
+    if (renewal !== undefined) counts[renewal] = (counts[renewal] ?? 0) + 1;
+    else addEvent(counts, e);
   });
   return counts;
 }

@@ -2,7 +2,13 @@
 // window of requests adds to the one without tabs, which of them count as
 // watches, lists and reviews, and the table against issue #25's targets.
 import { describe, expect, it } from 'vitest';
-import { added, type DashboardFigures, dashboardTable, operatorRequests } from '../../bench/dashboard-figures.ts';
+import {
+  added,
+  type DashboardFigures,
+  dashboardTable,
+  operatorRequests,
+  renewalKey,
+} from '../../bench/dashboard-figures.ts';
 
 describe('the dashboard bench', () => {
   it('splits requests into watches, lists, reviews and the rest', () => {
@@ -14,7 +20,20 @@ describe('the dashboard bench', () => {
         'create subjectaccessreviews': 4,
         'get leases': 5,
       }),
-    ).toEqual({ watch: 1, list: 2, reviews: 7, other: { 'get leases': 5 } });
+    ).toEqual({ watch: 1, list: 2, reviews: 7, renewals: {}, other: { 'get leases': 5 } });
+    expect(operatorRequests({ 'renew watch jobs': 1, 'watch apps': 1 })).toMatchObject({
+      watch: 1,
+      renewals: { 'watch jobs': 1 },
+    });
+  });
+
+  it("tells an informer's own renewal of its watch (timeoutSeconds 300 to 600) from any other watch", () => {
+    const uri = (t: string) =>
+      `/apis/batch/v1/namespaces/x/jobs?allowWatchBookmarks=true&resourceVersion=5&timeoutSeconds=${t}&watch=true`;
+    expect(renewalKey('watch', 'jobs', uri('451'))).toBe('renew watch jobs');
+    expect(renewalKey('watch', 'jobs', uri('30'))).toBeUndefined();
+    expect(renewalKey('watch', 'apps', '/apis/teal.dev/v1alpha1/apps?watch=true')).toBeUndefined();
+    expect(renewalKey('list', 'jobs', uri('451'))).toBeUndefined();
   });
 
   it('counts what a window adds to the window without tabs, never below zero', () => {
@@ -45,7 +64,7 @@ describe('the dashboard bench', () => {
     };
     const table = dashboardTable(figures);
     expect(table).toContain(
-      '| (a) requests added by 50 open tabs over 60 s | 0 watches, 1 lists, 0 reviews, other: none | 0 watches, 0 lists | **no** |',
+      "| (a) requests added by 50 open tabs over 60 s | 0 watches, 1 lists, 0 reviews, other: none; informers' own watch renewals: none | 0 watches, 0 lists | **no** |",
     );
     expect(table).toContain(
       '| (a) opening 50 tabs (login, pages, first data) | 0 watches, 0 lists, 2 reviews, other: none | 0 watches, 0 lists | yes |',
