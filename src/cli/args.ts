@@ -2,8 +2,8 @@
 // parsed with util.parseArgs. Flags may come before or after the command, as
 // kubectl allows; kubectl itself passes everything after "teal" unchanged.
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
+import { type Action, type ActionArgs, allArgs, argsOf, flagOf } from '../app/action-args.ts';
 import { positiveInteger } from '../app/cluster-values.ts';
-import { type Action, type ActionArgs, allArgs, argsOf, flagOf } from '../app/intents.ts';
 import { UsageError } from './errors.ts';
 import { type Flags, FORMATS, type Format } from './flags.ts';
 

@@ -1,7 +1,7 @@
 // The flags as the commands read them, typed: what args.ts makes of the
 // command line. A file of its own so a command's module imports its type
 // without importing the command table (args.ts), which imports the commands.
-import type { ActionArgs } from '../app/intents.ts';
+import type { ActionArgs } from '../app/action-args.ts';
 
 /** What -o prints: the data, not the text. formatData (output.ts) writes it. */
 export const FORMATS = ['json', 'yaml'] as const;
