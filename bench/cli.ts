@@ -7,8 +7,10 @@
 //   - `node -e 0` with the plugin's Node: the floor of any Node command on this machine now.
 // Each is timed from spawn to exit through the real kubectl, which finds the plugin
 // on PATH. Rounds before --runs warm the compile cache and the page cache up.
-// Prints a markdown table (median, p90, and the 1-minute load average over the
-// samples) and one JSON line.
+// Prints a markdown table (median, p90, the mean CPU time (user and system) of
+// the command's whole process tree, kubectl's included, which the load changes
+// less than the time, and the 1-minute load average over the samples) and one
+// JSON line.
 //
 //   node bench/cli.ts [--runs 30] [--warmup 3] [--plugin DIR]   (DIR: a bin/ with another kubectl-teal, run as "other")
 import { execFile } from 'node:child_process';
@@ -19,7 +21,7 @@ import { parseArgs, promisify } from 'node:util';
 import { stringify } from 'yaml';
 import { kubectlApply, kubectlOutput, startCluster, stopCluster, waitForOutput } from '../test/cluster/cluster.ts';
 import { e2eApp } from '../test/fixtures/apps.ts';
-import { loadAverage } from './proc.ts';
+import { childrenCpuSeconds, loadAverage } from './proc.ts';
 import { num, percentile } from './stats.ts';
 
 const run = promisify(execFile);
@@ -57,6 +59,8 @@ interface Subject {
 
 interface Samples {
   ms: number[];
+  /** CPU time (user and system) of the command's processes, ms. */
+  cpu: number[];
   loads: number[];
 }
 
@@ -80,8 +84,10 @@ function subjects(): Subject[] {
   return list;
 }
 
-async function timeOnce(s: Subject, kubectl: string, env: NodeJS.ProcessEnv): Promise<number> {
+/** Wall time and CPU time of one run, ms. */
+async function timeOnce(s: Subject, kubectl: string, env: NodeJS.ProcessEnv): Promise<{ ms: number; cpu: number }> {
   const { TEAL_CLI_FROM: _from, ...base } = env;
+  const cpuBefore = childrenCpuSeconds();
   const started = process.hrtime.bigint();
   await run(s.program ?? kubectl, s.args, {
     env: {
@@ -91,7 +97,8 @@ async function timeOnce(s: Subject, kubectl: string, env: NodeJS.ProcessEnv): Pr
       NO_COLOR: '1',
     },
   });
-  return Number(process.hrtime.bigint() - started) / 1e6;
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  return { ms, cpu: (childrenCpuSeconds() - cpuBefore) * 1000 };
 }
 
 async function main(): Promise<void> {
@@ -109,20 +116,20 @@ async function main(): Promise<void> {
     const kubectl = join(cluster.binDir, 'kubectl');
     const env = { ...process.env, ...cluster.env, KUBECONFIG: cluster.kubeconfig };
     const list = subjects();
-    const samples = new Map<string, Samples>(list.map((s) => [s.name, { ms: [], loads: [] }]));
+    const samples = new Map<string, Samples>(list.map((s) => [s.name, { ms: [], cpu: [], loads: [] }]));
     for (let round = 0; round < warmup + runs; round += 1) {
       for (const s of list) {
-        const ms = await timeOnce(s, kubectl, env);
+        const { ms, cpu } = await timeOnce(s, kubectl, env);
         if (round < warmup) continue;
         const into = samples.get(s.name) as Samples;
         into.ms.push(ms);
+        into.cpu.push(cpu);
         into.loads.push(loadAverage());
       }
       if (round >= warmup) log(`round ${round - warmup + 1}/${runs} (load ${loadAverage().toFixed(1)})`);
     }
     const rows = list.map((s) => summary(s.name, samples.get(s.name) as Samples));
-    const yardstick = rows[0]?.median ?? Number.NaN;
-    console.log(table(rows, yardstick));
+    console.log(table(rows, rows[0]));
     console.log(JSON.stringify({ runs, warmup, rows }));
   } finally {
     await stopCluster(cluster).catch(() => {});
@@ -133,29 +140,32 @@ interface Row {
   name: string;
   median: number;
   p90: number;
+  /** Mean CPU ms: the kernel counts in 10 ms ticks, so a mean over the runs, not a median. */
+  cpu: number;
   loadMin: number;
   loadMedian: number;
   loadMax: number;
 }
 
-function summary(name: string, { ms, loads }: Samples): Row {
+function summary(name: string, { ms, cpu, loads }: Samples): Row {
   return {
     name,
     median: percentile(ms, 0.5) ?? Number.NaN,
     p90: percentile(ms, 0.9) ?? Number.NaN,
+    cpu: cpu.reduce((sum, c) => sum + c, 0) / cpu.length,
     loadMin: Math.min(...loads),
     loadMedian: percentile(loads, 0.5) ?? Number.NaN,
     loadMax: Math.max(...loads),
   };
 }
 
-function table(rows: Row[], yardstick: number): string {
+function table(rows: Row[], yardstick: Row | undefined): string {
   const lines = [
-    `| command (${runs} runs each, interleaved) | median ms | p90 ms | median ÷ kubectl get | load (1-min avg: median, min–max) |`,
-    '| --- | ---: | ---: | ---: | --- |',
+    `| command (${runs} runs each, interleaved) | median ms | p90 ms | median ÷ kubectl get | CPU ms (mean) | CPU ÷ kubectl get | load (1-min avg: median, min–max) |`,
+    '| --- | ---: | ---: | ---: | ---: | ---: | --- |',
     ...rows.map(
       (r) =>
-        `| \`${r.name}\` | ${num(r.median)} | ${num(r.p90)} | ${num(r.median / yardstick, 1)}× | ${num(r.loadMedian, 1)} (${num(r.loadMin, 1)}–${num(r.loadMax, 1)}) |`,
+        `| \`${r.name}\` | ${num(r.median)} | ${num(r.p90)} | ${num(r.median / (yardstick?.median ?? Number.NaN), 1)}× | ${num(r.cpu)} | ${num(r.cpu / (yardstick?.cpu ?? Number.NaN), 1)}× | ${num(r.loadMedian, 1)} (${num(r.loadMin, 1)}–${num(r.loadMax, 1)}) |`,
     ),
   ];
   return lines.join('\n');
