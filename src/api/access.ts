@@ -143,6 +143,14 @@ export class ApiGuard {
     return this.admit(identify, () => buildLogAccess(params), log);
   }
 
+  /**
+   * An open build log's right asked again (build-log.ts): cached like the first (it names
+   * no App), and a refusal is the stream's end, not a request's 403, so it is not logged as one.
+   */
+  stillReadsBuildLog(user: UserInfo, params: AppParams): Promise<void> {
+    return this.auth.authorize(user, buildLogAccess(params));
+  }
+
   /** An action route: an unknown action is no verb worth a review, so its 404 comes before authentication. */
   async act(identify: Identify, params: ActionParams, log: ApiLogger): Promise<Admitted> {
     const wanted = actionAccess(params);

@@ -452,7 +452,8 @@ export class ApiHandlers {
     this.ready();
     const app = this.lookup(request.ns, request.name);
     if (!this.buildLogs) throw new ApiError(404, 'this operator serves no build logs');
-    return this.buildLogs.stream({ user: request.user, app, commit: request.commit, after: request.after }, log);
+    const { user, commit, after, recheck } = request;
+    return this.buildLogs.stream({ user, app, commit, after, recheck }, log);
   }
 
   private ready(): void {
@@ -801,7 +802,8 @@ function apiRoutes(
         if (!user) throw new ApiError(500, 'request not authorized');
         const { ns, name, commit } = request.params;
         const after = lastLineOf(request.headers['last-event-id']);
-        const stream = handlers.buildLog({ ns, name, commit, user, after }, logger(request));
+        const recheck = () => guard.stillReadsBuildLog(user, { ns, name });
+        const stream = handlers.buildLog({ ns, name, commit, user, after, recheck }, logger(request));
         return reply
           .header('content-type', 'text/event-stream; charset=utf-8')
           .header('cache-control', 'no-store')

@@ -14,6 +14,11 @@
 // two streams (STREAM_BUFFER_BYTES each): the upstream read waits while the
 // browser does not read (backpressure), and stops when it goes. Streams are
 // capped per user and in total.
+//
+// The right is asked again while a stream is open, by the live stream's rule
+// (stream.ts RECHECK_MS, through the reviews auth.ts caches): a user who loses
+// get pods/log sees the stream end within 30 s, with a problem event naming
+// the right, and the operator's read of the log stops.
 import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
@@ -31,6 +36,7 @@ import { openPodLog } from '../kube/pod-log.ts';
 import type { UserInfo } from './auth.ts';
 import { ApiError } from './errors.ts';
 import type { ApiLogger } from './logger.ts';
+import { RECHECK_MS } from './stream.ts';
 
 /** The caches the build log reads: build Jobs by App, their pods by Job. */
 export interface BuildCaches {
@@ -139,6 +145,14 @@ export interface BuildLogRequest {
   commit: string | undefined;
   /** Lines up to this one were received already (Last-Event-ID). */
   after: number;
+  /** The caller's right asked again: throws ApiError 403 once it is lost (401 once the caller is gone). */
+  recheck: () => Promise<void>;
+}
+
+/** The problem event that ends a stream whose caller lost the right, or undefined when the check did not say no. */
+export function lostAccess(err: unknown): BuildLogEvent | undefined {
+  if (!(err instanceof ApiError) || (err.status !== 403 && err.status !== 401)) return undefined;
+  return { kind: 'problem', message: `the log stopped: ${err.message}` };
 }
 
 export interface BuildLogOptions {
@@ -146,6 +160,8 @@ export interface BuildLogOptions {
   caches: () => BuildCaches;
   maxPerUser?: number;
   maxTotal?: number;
+  /** How often an open stream's caller is reviewed again; the live stream's RECHECK_MS by default. */
+  recheckMs?: number;
 }
 
 /** The open streams, and how each is fed. */
@@ -155,6 +171,7 @@ export class BuildLogs {
   private readonly caches: () => BuildCaches;
   private readonly maxPerUser: number;
   private readonly maxTotal: number;
+  private readonly recheckMs: number;
   private readonly open = new Map<string, number>();
   private readonly streams = new Set<PassThrough>();
   private total = 0;
@@ -165,6 +182,7 @@ export class BuildLogs {
     this.caches = opts.caches;
     this.maxPerUser = opts.maxPerUser ?? MAX_STREAMS_PER_USER;
     this.maxTotal = opts.maxTotal ?? MAX_STREAMS;
+    this.recheckMs = opts.recheckMs ?? RECHECK_MS;
   }
 
   /**
@@ -182,10 +200,12 @@ export class BuildLogs {
     const stopped = new AbortController();
     const keepAlive = setInterval(() => out.writable && out.write(SSE_COMMENT), KEEP_ALIVE_MS);
     keepAlive.unref();
+    const recheck = this.keepRechecking(request, out, stopped, logger);
     this.streams.add(out);
     out.once('close', () => {
       this.streams.delete(out);
       clearInterval(keepAlive);
+      clearInterval(recheck);
       stopped.abort();
       release();
     });
@@ -198,6 +218,40 @@ export class BuildLogs {
       })
       .finally(() => out.end());
     return out;
+  }
+
+  /**
+   * Asks the caller's right again every recheckMs; once it is lost, the
+   * problem event goes out (past whatever the feed waits to write) and the
+   * read stops, which ends the stream. A check that fails otherwise (503)
+   * keeps the stream until the next one, as the live stream does.
+   */
+  private keepRechecking(
+    request: BuildLogRequest,
+    out: PassThrough,
+    stopped: AbortController,
+    logger: ApiLogger,
+  ): NodeJS.Timeout {
+    let checking = false;
+    const check = async () => {
+      if (checking || stopped.signal.aborted) return;
+      checking = true;
+      try {
+        await request.recheck();
+      } catch (err) {
+        const lost = lostAccess(err);
+        if (!lost || stopped.signal.aborted) return;
+        const { namespace, name } = request.app.metadata;
+        logger.info({ user: request.user.username, namespace, name }, 'build log ended: the right to read it was lost');
+        if (out.writable) out.write(sseText(lost));
+        stopped.abort();
+      } finally {
+        checking = false;
+      }
+    };
+    const timer = setInterval(() => void check(), this.recheckMs);
+    timer.unref();
+    return timer;
   }
 
   /** Ends every open stream, their upstream reads with them: the server waits for open connections as it closes. */

@@ -315,6 +315,51 @@ describe('build logs in the dashboard', () => {
     ]);
   });
 
+  it('a user who loses get pods/log while reading sees the stream end with a problem naming that right, and its read of the log stops', async () => {
+    // An App of its own, so that this test runs alone too (vitest -t).
+    const losing = await serviceAccount(ns, 'loses-logs', ['get', 'list']);
+    await bind(ns, 'loses-logs', 'Role', 'pod-logs');
+    const own = await createRepo(join(root, 'git', 'revoked.git'));
+    await own.commit('a build held until the right is gone', { Dockerfile: gatedDockerfile('revoked') });
+    await core.createNamespacedSecret({
+      namespace: ns,
+      body: {
+        metadata: { name: 'revoked-git' },
+        data: { username: base64(TOKEN_USER), password: base64(TOKEN), 'ca.crt': base64(git.caPem) },
+      },
+    });
+    await createApp('revoked');
+    const job = await runningBuild('revoked');
+    // The binding reaches the API server's authorizer in a moment.
+    const stream = await waitFor('the log stream open for loses-logs', async () => {
+      const opened = await openStream(logPath('revoked'), losing);
+      return opened.status === 200 ? opened : undefined;
+    });
+    await waitFor('the first line of the RUN', async () =>
+      stream.lines().some((l) => printed('build-log: started').test(l)) ? true : undefined,
+    );
+    const readsOfThisLog = () =>
+      [...recorder.open].filter((r) => podLogPath.test(r.path) && r.path.includes(`/pods/${job}-`)).length;
+    expect(readsOfThisLog()).toBe(1);
+
+    await rbac.deleteNamespacedRoleBinding({ namespace: ns, name: 'loses-logs-pod-logs' });
+    // Reviewed again within 30 s (the live stream's rule, reviews cached 10 s of it); the deadline is generous.
+    await waitFor('the stream to end', async () => (stream.ended ? true : undefined), { timeoutMs: 120_000 });
+    expect(stream.events.at(-1)).toEqual({
+      event: 'problem',
+      data: JSON.stringify({
+        message: `the log stopped: User "system:serviceaccount:${ns}:loses-logs" cannot get resource "pods/log" in API group "" in the namespace "${ns}"`,
+      }),
+    });
+    expect(stream.events.some((e) => e.event === 'end')).toBe(false);
+    // The right ended it, not the build, which still waits at its gate; the operator's read stopped with it.
+    const held = await batch.readNamespacedJob({ namespace: ns, name: job });
+    expect(held.status?.completionTime).toBeUndefined();
+    await waitFor('the read of the log stopped', async () => (readsOfThisLog() === 0 ? true : undefined));
+    expect(operator.logs()).toContain('build log ended: the right to read it was lost');
+    gate.open('revoked');
+  });
+
   it('kubectl teal logs masks the token by the same rule', async () => {
     const out = await tealIn(ns, 'logs', 'web');
     expect(out).toMatchObject({ code: 0 });

@@ -1,8 +1,9 @@
 // src/api/build-log.ts, its pure parts: which build Job a log is asked of,
 // where its pod stands, the build's outcome once the log has ended, and the
-// Last-Event-ID a reconnecting client sends.
+// Last-Event-ID a reconnecting client sends, and the problem that ends a
+// stream whose caller lost the right.
 import { describe, expect, it } from 'vitest';
-import { buildJobOf, lastLineOf, outcomeOf, podState } from '../../src/api/build-log.ts';
+import { buildJobOf, lastLineOf, lostAccess, outcomeOf, podState } from '../../src/api/build-log.ts';
 import { ApiError } from '../../src/api/errors.ts';
 import type { CachedApp } from '../../src/app/cached.ts';
 import type { ObservedBuildPod, ObservedJob } from '../../src/build/plan.ts';
@@ -121,5 +122,16 @@ describe('lastLineOf', () => {
     expect(lastLineOf('42')).toBe(42);
     expect(lastLineOf(['7', '9'])).toBe(7);
     for (const bad of [undefined, '', '-1', '1e3', 'abc', '9'.repeat(20)]) expect(lastLineOf(bad)).toBe(0);
+  });
+
+  it('a check that says no (403, or 401 once the caller is gone) ends the stream with its words; a failed check does not', () => {
+    const denied = 'User "u" cannot get resource "pods/log" in API group "" in the namespace "shop"';
+    expect(lostAccess(new ApiError(403, denied))).toEqual({ kind: 'problem', message: `the log stopped: ${denied}` });
+    expect(lostAccess(new ApiError(401, 'the token is invalid or expired'))).toEqual({
+      kind: 'problem',
+      message: 'the log stopped: the token is invalid or expired',
+    });
+    expect(lostAccess(new ApiError(503, 'the access review failed: timeout'))).toBeUndefined();
+    expect(lostAccess(new Error('socket hang up'))).toBeUndefined();
   });
 });
