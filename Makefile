@@ -80,6 +80,13 @@ DASHBOARD_BENCH_ARGS ?=
 bench-dashboard: deps binaries browser ## The dashboard's costs (issue #25): API requests per open tab, change-to-paint latency, 10,000 Apps (snapshot, first screen, rows, memory per stream) (bench/dashboard.ts)
 	node_modules/.bin/node bench/dashboard.ts $(DASHBOARD_BENCH_ARGS)
 
+# make bench-app-events APP_EVENTS_BENCH_ARGS='--apps 100 --events 20000': bench/app-events.ts's flags.
+APP_EVENTS_BENCH_ARGS ?=
+
+.PHONY: bench-app-events
+bench-app-events: deps binaries ## The memory of the operator's cache of Events about Apps (the App page's Events): heap per Event after GC, RSS, on a local control plane (bench/app-events.ts)
+	node_modules/.bin/node bench/app-events.ts $(APP_EVENTS_BENCH_ARGS)
+
 # make dev REAL_BUILDS=1: the weather app built for real (BuildKit rootless, a local registry; root only).
 REAL_BUILDS ?=
 

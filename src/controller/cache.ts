@@ -172,6 +172,17 @@ function observeConfigCopy(raw: RawObject, pool: StringPool): CachedConfigCopy |
 /** Longest Event message kept: the EventRecorder writes at most 1,024 characters, others may write more. */
 const MAX_EVENT_MESSAGE = 1024;
 
+/**
+ * Most Events about Apps the cache holds (about 380 bytes of heap each, docs/memory.md): the API
+ * server's event TTL (1 h by default) bounds them in time, this in memory, whatever
+ * writes Events about Apps how often. Past it a new Event is left out until others expire;
+ * one already held is still updated.
+ */
+export const MAX_APP_EVENTS = 20_000;
+
+/** Whether the cache takes an Event: one it holds, always; a new one while it holds fewer than the most. */
+export const takesAppEvent = (held: number, known: boolean, max = MAX_APP_EVENTS): boolean => known || held < max;
+
 const text = (v: unknown): string => (typeof v === 'string' ? v : '');
 
 function observeAppEvent(raw: RawObject, pool: StringPool): Cached<CachedAppEvent> | undefined {
@@ -220,7 +231,7 @@ export interface Caches {
    * The Events about Apps, for the dashboard's App page (api/actions.ts). The one cache the
    * controller does not read: held operator-wide so that an open page costs the API server no
    * list and no watch of Events (issue #25); the field selector keeps other kinds' Events out,
-   * and the API server's event TTL (1 h by default) bounds how many there are.
+   * the transform keeps ten short fields of each, and MAX_APP_EVENTS bounds how many.
    */
   appKubeEvents: SharedInformer<Cached<CachedAppEvent>>;
 }
@@ -291,10 +302,23 @@ export function makeCaches(kubeConfig: KubeConfig, namespaces: readonly string[]
     transform: (raw) => wrap(observeConfigCopy(raw, pool)),
     logger: logger.child({ informer: 'config-copies' }),
   });
-  const appKubeEvents = informer<Cached<CachedAppEvent>>('/api/v1', 'events', {
+  const eventsLogger = logger.child({ informer: 'app-events' });
+  let eventsFull = false;
+  const appKubeEvents: SharedInformer<Cached<CachedAppEvent>> = informer<Cached<CachedAppEvent>>('/api/v1', 'events', {
     fieldSelector: `involvedObject.apiVersion=${API_VERSION},involvedObject.kind=${KIND}`,
-    transform: (raw) => observeAppEvent(raw, pool),
-    logger: logger.child({ informer: 'app-events' }),
+    transform: (raw) => {
+      const name = raw.metadata?.name;
+      const known = name !== undefined && appKubeEvents.get(raw.metadata?.namespace, name) !== undefined;
+      const takes = takesAppEvent(appKubeEvents.size, known);
+      // Said once each time it fills, not at every Event left out.
+      if (appKubeEvents.size < MAX_APP_EVENTS) eventsFull = false;
+      else if (!takes && !eventsFull) {
+        eventsFull = true;
+        eventsLogger.warn({ max: MAX_APP_EVENTS }, 'the cache of Events about Apps is full: new ones are left out');
+      }
+      return takes ? observeAppEvent(raw, pool) : undefined;
+    },
+    logger: eventsLogger,
   });
   appKubeEvents.addIndex(APPS_INDEX, (e) => [`${e.value.namespace}/${e.value.app}`]);
   return {
