@@ -5,7 +5,7 @@
 // (test/support/api-recorder.ts), and users who are ServiceAccounts with and
 // without get pods/log. The build's RUN waits for the test to open a gate, so
 // "while it runs" is a state the test holds, not a race it hopes to win.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -227,6 +227,17 @@ const podLogPath = /^\/api\/v1\/namespaces\/[^/]+\/pods\/[^/]+\/log$/;
 const podLogRequests = () => recorder.requests.filter((r) => podLogPath.test(r.path));
 const podReads = () => recorder.requests.filter((r) => r.method === 'GET' && /\/pods\/[^/]+$/.test(r.path));
 
+/** How many processes of this machine have the marker in their command line (read from /proc). */
+async function processesWith(marker: string): Promise<number> {
+  let found = 0;
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    if (cmdline.includes(marker)) found++;
+  }
+  return found;
+}
+
 /** The build Job of the App's first build, running: its pod's container started and not ended. */
 async function runningBuild(name: string): Promise<string> {
   return waitFor(`the build of ${name} running`, async () => {
@@ -358,6 +369,40 @@ describe('build logs in the dashboard', () => {
     await waitFor('the read of the log stopped', async () => (readsOfThisLog() === 0 ? true : undefined));
     expect(operator.logs()).toContain('build log ended: the right to read it was lost');
     gate.open('revoked');
+  });
+
+  it('a build pod deleted while its RUN waits leaves no process of that build behind', async () => {
+    // The build runner plays the kubelet: a deleted pod's container is killed, and with it every
+    // process it started, as a container runtime does. BuildKit's RUN steps run in sessions of
+    // their own (runc), which a process group does not reach.
+    const own = await createRepo(join(root, 'git', 'abandoned.git'));
+    await own.commit('a build whose gate never opens', { Dockerfile: gatedDockerfile('abandoned') });
+    await core.createNamespacedSecret({
+      namespace: ns,
+      body: {
+        metadata: { name: 'abandoned-git' },
+        data: { username: base64(TOKEN_USER), password: base64(TOKEN), 'ca.crt': base64(git.caPem) },
+      },
+    });
+    await createApp('abandoned');
+    const job = await runningBuild('abandoned');
+    const marker = `127.0.0.1:${gate.port}/abandoned`;
+    await waitFor('the RUN waiting at its gate', async () => ((await processesWith(marker)) > 0 ? true : undefined));
+
+    // The App first, so that no new build of it starts; then its Job, whose pod goes with it.
+    await custom.deleteNamespacedCustomObject({
+      group: 'teal.dev',
+      version: 'v1alpha1',
+      namespace: ns,
+      plural: 'apps',
+      name: 'abandoned',
+    });
+    await batch
+      .deleteNamespacedJob({ namespace: ns, name: job, propagationPolicy: 'Background' })
+      .catch(() => undefined);
+    await waitFor('no process of the deleted build', async () =>
+      (await processesWith(marker)) === 0 ? true : undefined,
+    );
   });
 
   it('kubectl teal logs masks the token by the same rule', async () => {

@@ -44,8 +44,24 @@ export async function startBuildkitContainer(plan: ContainerPlan, options: HostO
   await writeFile(join(work, 'mounts'), `${lines.join('\n')}\n`);
   await mkdir(join(work, 'tmp'));
   await chmod(join(work, 'tmp'), 0o1777);
-  const args = ['--mount', '--propagation', 'private', ENTER_POD, work, user, '--', ...plan.argv];
-  // The whole process group: buildkitd and rootlesskit run under the script.
+  // A PID namespace of its own, as a container has: the container's command is its process 1,
+  // and when that ends, or unshare is killed (--kill-child), the kernel kills every process in
+  // it. Killing the process group alone left the RUN steps of a build stopped halfway running
+  // forever: runc starts them in sessions of their own, which the group does not reach.
+  const args = [
+    '--pid',
+    '--fork',
+    '--kill-child',
+    '--mount-proc',
+    '--mount',
+    '--propagation',
+    'private',
+    ENTER_POD,
+    work,
+    user,
+    '--',
+    ...plan.argv,
+  ];
   return runLogged('unshare', args, plan.env, work, (pid) => killGroup(pid));
 }
 

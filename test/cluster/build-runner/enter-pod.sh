@@ -1,7 +1,7 @@
 #!/bin/sh
 # Enters a build pod's container the way a kubelet and the image would, for the
 # BuildKit rootless image: run by the build runner under
-#   unshare --mount --propagation private enter-pod.sh WORKDIR USER -- ARGV...
+#   unshare --pid --fork --kill-child --mount-proc --mount --propagation private enter-pod.sh WORKDIR USER -- ARGV...
 # so every mount below is private to this process tree and gone when it ends.
 # The environment it is started with is the container's; the last line drops
 # to USER (a dedicated non-root user with subuid/subgid ranges, the image's
