@@ -11,7 +11,7 @@
 // The page shows how it stands (liveState): rows are marked reconnecting the
 // moment the stream breaks, and only a snapshot or a resume makes them live
 // again; a snapshot replaces every row, so none is kept stale.
-import { computed, type Signal, signal } from '@preact/signals';
+import { batch, computed, type Signal, signal } from '@preact/signals';
 import { type DashboardRow, rowKey } from '../app/dashboard-row.ts';
 import { currentUser } from './api.ts';
 import { apply, emptyStore, type LiveMessage, type LiveState, messageOf, welcome } from './live-store.ts';
@@ -72,13 +72,18 @@ let channel: BroadcastChannel | undefined;
 /** Applies a message here; the holder of the stream also tells the other tabs. */
 function receive(message: LiveMessage, relay: boolean): void {
   const changed = apply(store, message);
-  state.value = store.state;
-  const keys = changed === 'all' ? [...rowSignals.keys()] : changed;
-  for (const key of keys) {
-    const row = rowSignals.get(key);
-    if (row) row.value = store.rows?.get(key);
-  }
-  if (changed === 'all' || changed.length > 0) scheduleTick();
+  const becomesLive = store.state === 'live' && state.value !== 'live';
+  batch(() => {
+    state.value = store.state;
+    const keys = changed === 'all' ? [...rowSignals.keys()] : changed;
+    for (const key of keys) {
+      const row = rowSignals.get(key);
+      if (row) row.value = store.rows?.get(key);
+    }
+    // "Live" and the rows that make it true are shown in one render, never live over stale rows.
+    if (becomesLive) tick.value += 1;
+  });
+  if (!becomesLive && (changed === 'all' || changed.length > 0)) scheduleTick();
   if (relay) channel?.postMessage({ kind: 'message', message } satisfies TabMessage);
 }
 
