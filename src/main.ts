@@ -210,6 +210,7 @@ async function httpServer(
     oidc: oidcSettings(p),
     dashboard: await dashboardFiles(p),
     appEvents: () => apps.caches.apps,
+    appDetails: () => [apps.caches.replicaSets, apps.caches.appKubeEvents],
     streamLimits: {
       maxStreams: config.dashboardMaxStreams,
       maxStreamsPerSession: config.dashboardMaxStreamsPerSession,

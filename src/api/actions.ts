@@ -61,7 +61,15 @@ import { type Caller, identify, Sessions } from './session.ts';
 import { LoginCodes } from './session-codes.ts';
 import { randomSessionKey, type SessionKey } from './session-cookie.ts';
 import { type LoginMethod, type LoginResult, sessionRoutes } from './session-routes.ts';
-import { type AppEvents, resumeOf, type Scope, StreamHub, type StreamLimits, type StreamObserver } from './stream.ts';
+import {
+  type AppDetailEvents,
+  type AppEvents,
+  resumeOf,
+  type Scope,
+  StreamHub,
+  type StreamLimits,
+  type StreamObserver,
+} from './stream.ts';
 
 /** The part of the App informer the API reads. */
 export type AppCache = Pick<Informer<CachedApp>, 'get' | 'list' | 'listByNamespace'>;
@@ -108,6 +116,8 @@ export interface ApiOptions {
   dashboard?: DashboardFiles | undefined;
   /** The App informer's events, which GET /api/v1/stream follows (stream.ts); none: no such route. */
   appEvents?: () => AppEvents;
+  /** The informers of what the App page shows beside an App (ReplicaSets, Events): their changes reach open pages. */
+  appDetails?: () => readonly AppDetailEvents[];
   /** The stream's limits (--dashboard-max-streams, --dashboard-max-streams-per-session). */
   streamLimits?: Partial<StreamLimits>;
   /** Open streams, events sent, resets and refusals, for the metrics. */
@@ -553,6 +563,7 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
   if (opts.appEvents) {
     const hub = new StreamHub({
       events: opts.appEvents,
+      ...(opts.appDetails ? { details: opts.appDetails } : {}),
       ...(opts.streamLimits ? { limits: opts.streamLimits } : {}),
       ...(opts.streamObserver ? { observer: opts.streamObserver } : {}),
     });

@@ -23,7 +23,13 @@ export class Coalescer<T> {
     return this.pending.size;
   }
 
+  /** Whether a change of this key waits to go out. */
+  has(key: string): boolean {
+    return this.pending.has(key);
+  }
+
   /** The changes recorded, in the order first seen, and a fresh start. */
+
   take(): [string, T | undefined][] {
     const taken = [...this.pending];
     this.pending = new Map();

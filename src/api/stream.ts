@@ -92,6 +92,17 @@ export type Scope = 'all' | readonly string[];
 export interface AppEvents {
   addHandler(handler: InformerHandler<CachedApp>): () => void;
   list(): CachedApp[];
+  /** One App as the cache holds it now: a detail's change is sent with the App's latest row. */
+  get?(namespace: string, name: string): CachedApp | undefined;
+}
+
+/**
+ * An informer of objects that belong to an App and that the App page shows beside it (its
+ * ReplicaSets' pods, its Events): a change of one changes no App, so without it an open App page
+ * would not know to read its view again.
+ */
+export interface AppDetailEvents {
+  addHandler(handler: InformerHandler<{ value: { namespace: string; app: string } }>): () => void;
 }
 
 /** A stream's caller, as the route found it, and how to find it again. */
@@ -158,16 +169,25 @@ export class StreamHub {
   private readonly limits: StreamLimits;
   private readonly observer: StreamObserver;
   private readonly events: () => AppEvents;
+  private readonly details: () => readonly AppDetailEvents[];
+  /** Per App, how many times its details changed since the hub began following: the row's detail. */
+  private readonly detailCounts = new Map<string, number>();
   private detach: (() => void) | undefined;
   private flushTimer: NodeJS.Timeout | undefined;
 
-  constructor(opts: { events: () => AppEvents; limits?: Partial<StreamLimits>; observer?: StreamObserver }) {
+  constructor(opts: {
+    events: () => AppEvents;
+    details?: () => readonly AppDetailEvents[];
+    limits?: Partial<StreamLimits>;
+    observer?: StreamObserver;
+  }) {
     this.limits = { ...DEFAULT_STREAM_LIMITS, ...opts.limits };
     for (const [name, value] of Object.entries(this.limits)) {
       if (!Number.isSafeInteger(value) || value <= 0) throw new Error(`stream: ${name} must be a positive integer`);
     }
     this.observer = opts.observer ?? NO_OBSERVER;
     this.events = opts.events;
+    this.details = opts.details ?? (() => []);
     this.ring = new ReplayRing(this.limits.replayEvents);
   }
 
@@ -248,8 +268,30 @@ export class StreamHub {
       onUpdate: (_old, app) => changed(app),
       onDelete: (app) => this.changed(app, undefined),
     };
-    this.detach = events.addHandler(handler);
-    for (const app of events.list()) this.rows.set(keyOf(app), rowOf(app));
+    const detaches = [events.addHandler(handler)];
+    const touched = (detail: { value: { namespace: string; app: string } }) =>
+      this.touched(`${detail.value.namespace}/${detail.value.app}`, detail.value.namespace, detail.value.app);
+    for (const source of this.details()) {
+      detaches.push(source.addHandler({ onAdd: touched, onUpdate: (_old, d) => touched(d), onDelete: touched }));
+    }
+    this.detach = () => {
+      for (const detach of detaches) detach();
+    };
+    for (const app of events.list()) this.rows.set(keyOf(app), rowOf(app, 0));
+  }
+
+  /** A detail of an App changed (a ReplicaSet, an Event): its row's detail counts one more. */
+  private touched(key: string, namespace: string, name: string): void {
+    if (!this.rows.has(key)) return;
+    if (this.pending.has(key)) {
+      // The App's own change is already waiting: it goes out with the new count.
+      this.detailCounts.set(key, (this.detailCounts.get(key) ?? 0) + 1);
+      return;
+    }
+    const app = this.events().get?.(namespace, name);
+    if (!app) return;
+    this.detailCounts.set(key, (this.detailCounts.get(key) ?? 0) + 1);
+    this.changed(app, app);
   }
 
   private changed(app: CachedApp, state: CachedApp | undefined): void {
@@ -274,9 +316,10 @@ export class StreamHub {
     if (app === undefined) {
       if (!old) return undefined;
       this.rows.delete(key);
+      this.detailCounts.delete(key);
       return { seq: ++this.seq, namespace: old.namespace, type: 'delete', data: deleteData(key) };
     }
-    const row = rowOf(app);
+    const row = rowOf(app, this.detailCounts.get(key) ?? 0);
     if (old?.json === row.json) return undefined;
     this.rows.set(key, row);
     return { seq: ++this.seq, namespace: row.namespace, type: 'upsert', data: row.json };
@@ -401,8 +444,11 @@ export class StreamHub {
 
 const keyOf = (app: CachedApp) => `${app.metadata.namespace}/${app.metadata.name}`;
 
-function rowOf(app: CachedApp): Row {
-  const row: DashboardRow = dashboardRow({ metadata: app.metadata, status: readAppStatus(app.status), spec: app.spec });
+function rowOf(app: CachedApp, detail: number): Row {
+  const row: DashboardRow = {
+    ...dashboardRow({ metadata: app.metadata, status: readAppStatus(app.status), spec: app.spec }),
+    ...(detail > 0 ? { detail } : {}),
+  };
   return { namespace: row.namespace, json: JSON.stringify(row) };
 }
 

@@ -24,6 +24,12 @@ export interface DashboardRow {
   previewChecks?: PreviewChecks;
   /** The App is being deleted. */
   deleting?: true;
+  /**
+   * How many times what the App page shows beside the App (its ReplicaSets' pods, its Events)
+   * changed while the App did not, as the stream's operator counted (absent: none). A page
+   * showing them reads them again when this changes.
+   */
+  detail?: number;
 }
 
 /** A row's message is cut here: the row stays small whatever a message holds. */

@@ -13,6 +13,7 @@ import {
   actionBody,
   type CheckLike,
   checksSummary,
+  detailChanged,
   digestOf,
   isStale,
   notificationLines,
@@ -38,7 +39,10 @@ interface Loaded {
 function useApp(namespace: string, name: string) {
   const loaded = useSignal<Loaded | undefined>(undefined);
   const error = useSignal<string | undefined>(undefined);
+  // The row's detail count the view shown was read at (see below).
+  const loadedDetail = useSignal<number | undefined>(undefined);
   const load = async () => {
+    loadedDetail.value = appRow(namespace, name).peek()?.detail ?? 0;
     try {
       const [view, actions] = await Promise.all([getApp(namespace, name), listActions(namespace, name)]);
       loaded.value = { view, actions };
@@ -50,13 +54,17 @@ function useApp(namespace: string, name: string) {
   };
   useEffect(() => void load(), [namespace, name]);
   // Live (live.ts): the App's row carries its resourceVersion; a new one means the App changed,
-  // so its full view and actions are read again. Events and pods that change without the App
-  // changing show at the next change or action.
-  const rowVersion = appRow(namespace, name).value?.version;
+  // so its full view and actions are read again. Its ReplicaSets' pods and its Events change
+  // without the App changing: the row's detail count says so, and they are read again too.
+  const row = appRow(namespace, name).value;
+  const rowVersion = row?.version;
   const shownVersion = loaded.value?.view.metadata.resourceVersion;
+  const rowDetail = row?.detail ?? 0;
   useEffect(() => {
-    if (isStale(shownVersion, rowVersion)) void load();
-  }, [rowVersion, shownVersion]);
+    if (isStale(shownVersion, rowVersion) || detailChanged(loadedDetail.value, row ? rowDetail : undefined)) {
+      void load();
+    }
+  }, [rowVersion, shownVersion, rowDetail]);
   return { loaded, error, load };
 }
 

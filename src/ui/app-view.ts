@@ -121,6 +121,11 @@ export function isStale(shown: string | undefined, live: string | undefined): bo
   return shown !== undefined && live !== undefined && shown !== live;
 }
 
+/** The App's details (pods, Events) changed since the view shown was read: the row's detail count moved. */
+export function detailChanged(shown: number | undefined, live: number | undefined): boolean {
+  return shown !== undefined && live !== undefined && shown !== live;
+}
+
 // ---- the timeline ----
 
 /** done: behind us; current: where the release stands; failed; waiting: not reached; none: not part of this release. */

@@ -180,6 +180,49 @@ describe('the dashboard, live', () => {
     expect(await page.evaluate("document.body.getAttribute('data-test-mark')")).toBe('same-document');
   });
 
+  it('the App page shows a new Event about its App without a reload, though the App itself did not change', async () => {
+    const page = await (await loggedIn()).newPage();
+    await page.goto(`/apps/${ns}/weather`);
+    await page.getByRole('heading', { name: 'Events' }).waitFor();
+    await page.evaluate("document.body.setAttribute('data-test-mark', 'same-document')");
+    const app = await clients().custom.getNamespacedCustomObject({
+      group: 'teal.dev',
+      version: 'v1alpha1',
+      namespace: ns,
+      plural: 'apps',
+      name: 'weather',
+    });
+    const { uid, resourceVersion } = (app as { metadata: { uid: string; resourceVersion: string } }).metadata;
+    const message = `a note from the test at ${randomBytes(4).toString('hex')}`;
+    // An Event as a person or another controller records one about the App: the App is not written.
+    await clients().core.createNamespacedEvent({
+      namespace: ns,
+      body: {
+        metadata: { generateName: 'weather.' },
+        involvedObject: { apiVersion: 'teal.dev/v1alpha1', kind: 'App', name: 'weather', namespace: ns, uid },
+        reason: 'TestNote',
+        message,
+        type: 'Normal',
+        count: 1,
+        firstTimestamp: new Date(),
+        lastTimestamp: new Date(),
+        source: { component: 'test' },
+      },
+    });
+    await waitFor('the Event on the open App page', async () =>
+      (await page.getByText(message).count()) > 0 ? true : undefined,
+    );
+    expect(await page.evaluate("document.body.getAttribute('data-test-mark')")).toBe('same-document');
+    const after = await clients().custom.getNamespacedCustomObject({
+      group: 'teal.dev',
+      version: 'v1alpha1',
+      namespace: ns,
+      plural: 'apps',
+      name: 'weather',
+    });
+    expect((after as { metadata: { resourceVersion: string } }).metadata.resourceVersion).toBe(resourceVersion);
+  });
+
   it('eight tabs of one browser, over plain HTTP/1.1, all stay live while the operator holds one stream; closing the tab that holds it hands it on', async () => {
     const context = await loggedIn();
     const tabs: Page[] = [];

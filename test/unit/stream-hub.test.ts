@@ -143,6 +143,40 @@ describe('the stream hub', () => {
     expect(counts.open).toBe(1);
   });
 
+  it("a change of an App's detail (a ReplicaSet, an Event) sends its latest row with the detail counted; one of a namespace not allowed, nothing", () => {
+    const detailHandlers = new Set<InformerHandler<{ value: { namespace: string; app: string } }>>();
+    const details = {
+      addHandler(h: InformerHandler<{ value: { namespace: string; app: string } }>) {
+        detailHandlers.add(h);
+        return () => detailHandlers.delete(h);
+      },
+    };
+    const withGet = Object.assign(events, {
+      get: (namespace: string, name: string) => events.apps.get(`${namespace}/${name}`),
+    });
+    const h = new StreamHub({ events: () => withGet, details: () => [details] });
+    const raw = open(h, ['a']);
+    const touch = (namespace: string, app: string) => {
+      for (const handler of detailHandlers) handler.onAdd?.({ value: { namespace, app } });
+    };
+    touch('a', 'web');
+    touch('a', 'web');
+    touch('b', 'secret');
+    touch('a', 'gone');
+    vi.advanceTimersByTime(COALESCE_MS);
+    const upserts = raw
+      .events()
+      .filter((e) => e.event === 'upsert')
+      .map((e) => JSON.parse(e.data) as { name: string; detail?: number });
+    expect(upserts).toEqual([expect.objectContaining({ name: 'web', detail: 2 })]);
+    expect(raw.text).not.toContain('secret');
+    // An App's own change keeps the count it has.
+    events.set(app('a', 'web', 'moved'));
+    vi.advanceTimersByTime(COALESCE_MS);
+    expect(rows(raw, 'upsert').at(-1)).toMatchObject({ name: 'web', message: 'moved', detail: 2 });
+    h.stop();
+  });
+
   it('a client whose socket stays full past its buffer gets, once it drains, a reset and a snapshot of the rows as they are then', () => {
     const h = hub({ bufferBytes: 600 });
     const raw = open(h, ['a']);
