@@ -24,6 +24,7 @@ import { LABEL_APP } from '../app/labels.ts';
 import { APP_API, APP_RESOURCE, type AppStatus } from '../app/schema.ts';
 import { readAppStatus } from '../app/status-reader.ts';
 import { apiStatusOf } from '../kube/errors.ts';
+import { applyTokenFiles, kubeconfigPaths } from '../kube/token-file.ts';
 import { CliError } from './errors.ts';
 import { explain, type Operation } from './explain.ts';
 
@@ -99,6 +100,7 @@ export class Session {
       }
       kc.setCurrentContext(options.context);
     }
+    if (!kc.getCurrentUser()?.token) applyTokenFiles(kc, kubeconfigPaths(options.kubeconfig));
     const server = kc.getCurrentCluster()?.server;
     if (!server || server === 'http://localhost:8080') {
       throw new CliError(`the kubeconfig has no usable cluster (current context: "${kc.getCurrentContext()}")`);

@@ -3,6 +3,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { type ConfigurationOptions, KubeConfig, Observable, type RequestContext } from '@kubernetes/client-node';
 import type { Dispatcher } from 'undici';
+import { applyTokenFiles, kubeconfigPaths } from './token-file.ts';
 
 /** Limits on every request a KubeConfig makes, watches aside. */
 export interface RequestBounds {
@@ -159,9 +160,11 @@ export function loadKubeConfig(path?: string, bounds: RequestBounds = {}): KubeC
   const kc = new PooledKubeConfig(bounds);
   if (path) {
     kc.loadFromFile(path);
+    applyTokenFiles(kc, kubeconfigPaths(path));
     inlineFiles(kc);
   } else if (process.env.KUBECONFIG || existsSync(join(homedir(), '.kube', 'config'))) {
     kc.loadFromDefault();
+    applyTokenFiles(kc, kubeconfigPaths());
     inlineFiles(kc);
   } else if (process.env.KUBERNETES_SERVICE_HOST) {
     // In-cluster: the token file is re-read by client-node, so rotation keeps working.

@@ -244,6 +244,42 @@ describe('kubectl teal dashboard --address (a local operator, as make dev runs i
     expect(await run.interrupt()).toBe(0);
   });
 
+  it.each([
+    ['a token file', 'tokenFile'],
+    ['an exec plugin', 'exec'],
+  ] as const)('logs the browser in with the token of %s, as kubectl would get it', async (_what, how) => {
+    const dir = join(root, `kubeconfig-${how}`);
+    await mkdir(dir, { recursive: true });
+    let user: Record<string, unknown>;
+    if (how === 'tokenFile') {
+      await writeFile(join(dir, 'token'), token);
+      user = { tokenFile: join(dir, 'token') };
+    } else {
+      // An exec credential plugin, as cloud providers and kubelogin are: it prints an ExecCredential.
+      const plugin = join(dir, 'credential-plugin');
+      const credential = { apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token } };
+      await writeFile(plugin, `#!/bin/sh\ncat <<'EOF'\n${JSON.stringify(credential)}\nEOF\n`);
+      await chmod(plugin, 0o755);
+      user = { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: plugin, interactiveMode: 'Never' } };
+    }
+    // The token kubeconfig's cluster, with this user instead of its static token.
+    const base = JSON.parse(await readFile(kubeconfig, 'utf8')) as { users: { name: string; user: unknown }[] };
+    const path = join(dir, 'kubeconfig');
+    await writeFile(path, JSON.stringify({ ...base, users: base.users.map((u) => ({ ...u, user })) }));
+    const run = startTeal(
+      ['dashboard', '--address', `http://127.0.0.1:${operator.healthPort}`, '--no-browser'],
+      path,
+      'bundle',
+      {},
+    );
+    running.push(run);
+    const url = await printedUrl(run);
+    expect(url).not.toContain(token);
+    const p = await openLoggedIn(url);
+    await expect.poll(() => p.page.getByTestId('username').textContent()).toBe(userOf(apps.name, 'viewer'));
+    expect(await run.interrupt()).toBe(0);
+  });
+
   it('an operator that serves TLS itself: exits 1, saying so and what to use instead', async () => {
     const dir = join(root, 'tls');
     await mkdir(dir);
