@@ -23,6 +23,7 @@ import { freePort } from '../test/support/ports.ts';
 import { waitFor } from '../test/support/wait.ts';
 import { loadAverage, memory } from './proc.ts';
 import { type OperatorProcess, spawnOperator } from './subjects.ts';
+import { appsViewerToken } from './viewer.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const log = (line: string) => console.error(`bench-app-events: ${line}`);
@@ -90,26 +91,7 @@ async function main(): Promise<void> {
       'True',
     );
     await kubectlOutput(cluster, ['create', 'namespace', NS]);
-    await kubectlOutput(cluster, ['create', 'serviceaccount', 'viewer', '-n', NS]);
-    await kubectlOutput(cluster, [
-      'create',
-      'role',
-      'viewer',
-      '-n',
-      NS,
-      '--verb=get,list',
-      `--resource=${PLURAL}.${GROUP}`,
-    ]);
-    await kubectlOutput(cluster, [
-      'create',
-      'rolebinding',
-      'viewer',
-      '-n',
-      NS,
-      '--role=viewer',
-      `--serviceaccount=${NS}:viewer`,
-    ]);
-    const token = (await kubectlOutput(cluster, ['create', 'token', 'viewer', '-n', NS, '--duration=4h'])).trim();
+    const token = await appsViewerToken(cluster, NS);
     const admin = new KubeConfig();
     admin.loadFromFile(cluster.kubeconfig);
     const custom = admin.makeApiClient(CustomObjectsApi);

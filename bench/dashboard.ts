@@ -49,6 +49,7 @@ import {
 import { loadAverage, memory } from './proc.ts';
 import { percentile } from './stats.ts';
 import { type OperatorProcess, spawnOperator } from './subjects.ts';
+import { appsViewerToken } from './viewer.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const log = (line: string) => console.error(`bench-dashboard: ${line}`);
@@ -416,26 +417,7 @@ async function main(): Promise<void> {
       `--serviceaccount=${NS}:${OPERATOR_SA}`,
     ]);
     // The dashboard's user: may read the Apps of the namespace.
-    await kubectlOutput(cluster, ['create', 'serviceaccount', 'viewer', '-n', NS]);
-    await kubectlOutput(cluster, [
-      'create',
-      'role',
-      'viewer',
-      '-n',
-      NS,
-      '--verb=get,list',
-      `--resource=${PLURAL}.${GROUP}`,
-    ]);
-    await kubectlOutput(cluster, [
-      'create',
-      'rolebinding',
-      'viewer',
-      '-n',
-      NS,
-      '--role=viewer',
-      `--serviceaccount=${NS}:viewer`,
-    ]);
-    const token = (await kubectlOutput(cluster, ['create', 'token', 'viewer', '-n', NS, '--duration=4h'])).trim();
+    const token = await appsViewerToken(cluster, NS);
     const operatorToken = (
       await kubectlOutput(cluster, ['create', 'token', OPERATOR_SA, '-n', NS, '--duration=4h'])
     ).trim();
