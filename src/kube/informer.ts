@@ -69,7 +69,10 @@ export interface InformerOptions<T extends KubeObjectLike> {
    * 0.5 s where pages of 500 took 0.3 s and 2.7 to 3.5 s. A page is held at most twice at once.
    */
   pageSize?: number;
-  /** Server-side watch timeout; each watch asks for a random value between this and twice this. Default 300. */
+  /**
+   * Server-side watch timeout; each watch asks for a random value between this and twice this,
+   * at most WATCH_SECONDS_MAX. Default WATCH_SECONDS_DEFAULT.
+   */
   watchTimeoutSeconds?: number;
   /** Re-watch when nothing, not even a bookmark, arrives for this long. Default 5 min. */
   watchdogMs?: number;
@@ -161,6 +164,24 @@ interface Waiter {
   reject: (err: unknown) => void;
 }
 
+/**
+ * The longest watch the informer asks the server for. client-node streams a watch through
+ * undici, which drops a response body that stays quiet for 300 s (its bodyTimeout). A watch
+ * of a resource the API server does not cache, such as Events, gets no bookmarks, so in a
+ * quiet namespace it stays silent: it must end on the server's timeoutSeconds (a clean end,
+ * resumed from the last resourceVersion) before the client's timer fails it. client-go asks
+ * for 5 to 10 minutes because Go's HTTP client has no such timer.
+ */
+export const WATCH_SECONDS_MAX = 280;
+
+/** The base of watchRequestSeconds unless an informer says otherwise: 140 to 280 s. */
+export const WATCH_SECONDS_DEFAULT = 140;
+
+/** The timeoutSeconds of one watch: base to twice base, spread by `random` in [0, 1), capped. */
+export function watchRequestSeconds(base: number, random: number): number {
+  return Math.min(Math.round(base * (1 + random)), WATCH_SECONDS_MAX);
+}
+
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const errorName = (err: unknown): string | undefined =>
@@ -222,7 +243,7 @@ export class Informer<T extends KubeObjectLike> {
     this.transform = options.transform;
     this.log = options.logger;
     this.pageSize = options.pageSize ?? 2000;
-    this.watchTimeoutSeconds = options.watchTimeoutSeconds ?? 300;
+    this.watchTimeoutSeconds = options.watchTimeoutSeconds ?? WATCH_SECONDS_DEFAULT;
     this.watchdogMs = options.watchdogMs ?? 5 * 60_000;
     this.backoffInitialMs = options.backoff?.initialMs ?? 200;
     this.backoffMaxMs = options.backoff?.maxMs ?? 30_000;
@@ -611,7 +632,7 @@ export class Informer<T extends KubeObjectLike> {
       const watch = new Watch(this.kc);
       // Watch's inactivity timer is our watchdog; its 30 s default is shorter than the bookmark interval.
       (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = this.watchdogMs;
-      const timeoutSeconds = Math.round(this.watchTimeoutSeconds * (1 + Math.random()));
+      const timeoutSeconds = watchRequestSeconds(this.watchTimeoutSeconds, Math.random());
       const query = {
         resourceVersion: this.rv,
         allowWatchBookmarks: true,
