@@ -4,6 +4,7 @@
 import { inject } from 'vitest';
 import { NODE_NAME } from '../cluster/cluster.ts';
 import { type DataPlane, dataPlaneUnavailable, startDataPlane } from '../cluster/data-plane.ts';
+import { applyGatewayApi } from '../cluster/gateway-api.ts';
 import { kubeConfig } from './kube.ts';
 
 export type { Answer, DataPlane, LoadBalancer, Target, Traffic, TrafficStats } from '../cluster/data-plane.ts';
@@ -23,4 +24,24 @@ export function startTestDataPlane(namespaces: string[]): Promise<DataPlane> {
     nodeName: NODE_NAME,
     log: (line) => console.error(line),
   });
+}
+
+let gatewayApi: Promise<string[]> | undefined;
+
+/**
+ * Installs the Gateway API's standard channel (sigs.k8s.io/gateway-api at
+ * GATEWAY_API_VERSION of test/cluster/versions.env) on the shared cluster,
+ * once per test file, and resolves with the CRDs' names once all are
+ * established. Needs no root. Test files may call it concurrently: the apply
+ * is server-side, so again is a no-op.
+ */
+export function installGatewayApi(): Promise<string[]> {
+  gatewayApi ??= applyGatewayApi({
+    binDir: inject('binDir'),
+    env: { ...process.env, KUBECONFIG: inject('kubeconfig') },
+  }).catch((err) => {
+    gatewayApi = undefined;
+    throw err;
+  });
+  return gatewayApi;
 }
