@@ -28,7 +28,7 @@ import {
 } from '@kubernetes/client-node';
 import { waitFor } from '../support/wait.ts';
 import type { AgentConfig, Answer, TrafficStats } from './data-plane/agent.ts';
-import { type PodServe, podProbe, podServe, podStop, readyStatus } from './data-plane/pod-plan.ts';
+import { gatedReadyStatus, type PodServe, podProbe, podServe, podStop, readyStatus } from './data-plane/pod-plan.ts';
 import { relayServer } from './data-plane/relay.ts';
 import { type LoadBalancer, type LoadBalancerOptions, startLoadBalancer } from './lb-model.ts';
 
@@ -393,7 +393,9 @@ const serverKey = (serve: PodServe, uid: string) => `${serve.key}/${uid}`;
  * POLL_MS: a Running pod with an IP gets its server, then its readiness probe
  * until it answers 200, then Ready; a pod with a deletionTimestamp is stopped
  * (podStop) and then removed, as a kubelet removes a pod whose containers have
- * exited; a pod gone from the API server (KWOK's deadline stage, a forced
+ * exited. Ready is what a kubelet computes: the probe answered and every
+ * readiness gate the pod names is True (a gate set later, by a load balancer,
+ * makes it Ready then; ContainersReady is the probe's part alone). A pod gone from the API server (KWOK's deadline stage, a forced
  * delete) has its server cut at once.
  */
 class Kubelet {
@@ -402,6 +404,8 @@ class Kubelet {
   private stopped = false;
   /** serverKey → what is being done for that pod; one step at a time per pod. */
   private readonly handled = new Map<string, Promise<void>>();
+  /** Pods (uid:gates) whose Ready is being brought in line with their readiness gates. */
+  private readonly gating = new Set<string>();
   private readonly core: CoreV1Api;
   private readonly namespaces: string[];
   private readonly call: Control;
@@ -437,7 +441,10 @@ class Kubelet {
       const uid = pod.metadata?.uid ?? '';
       if (serve) present.add(serverKey(serve, uid));
       if (pod.metadata?.deletionTimestamp) this.once(`${uid}:stop`, () => this.terminate(pod, serve));
-      else if (serve) this.once(`${uid}:serve`, () => this.start(pod, serve));
+      else if (serve) {
+        this.once(`${uid}:serve`, () => this.start(pod, serve));
+        this.followGates(pod);
+      }
     }
     const serving = (await this.call<{ keys: string[] }>('/serving')).keys;
     for (const key of serving) if (!present.has(key)) void this.call('/kill', { key }).catch(() => {});
@@ -460,20 +467,28 @@ class Kubelet {
     const url = `http://${serve.ip}:${probe.port}${probe.path}`;
     while (!this.stopped && !this.handled.has(`${uid}:stop`)) {
       const answer = await this.call<Answer>('/request', { url, timeoutMs: PROBE_TIMEOUT_MS });
-      if (answer.status === 200) {
-        await this.core.patchNamespacedPodStatus(
-          {
-            name: serve.name,
-            namespace: pod.metadata?.namespace ?? '',
-            body: { status: readyStatus(pod, new Date()) },
-          },
-          setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
-        );
-        return;
-      }
+      if (answer.status === 200) return this.patchStatus(pod, readyStatus(pod, new Date()));
       this.probeFailures.set(serve.key, (this.probeFailures.get(serve.key) ?? 0) + 1);
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     }
+  }
+
+  /** A readiness gate's condition changed on a pod whose containers are ready: Ready follows, as a kubelet's does. */
+  private followGates(pod: V1Pod): void {
+    const status = gatedReadyStatus(pod, new Date());
+    const key = `${pod.metadata?.uid ?? ''}:gates`;
+    if (!status || this.gating.has(key)) return;
+    this.gating.add(key);
+    void this.patchStatus(pod, status)
+      .catch((err) => this.log(`data plane: ${key}: ${String(err)}`))
+      .finally(() => this.gating.delete(key));
+  }
+
+  private async patchStatus(pod: V1Pod, status: Record<string, unknown>): Promise<void> {
+    await this.core.patchNamespacedPodStatus(
+      { name: pod.metadata?.name ?? '', namespace: pod.metadata?.namespace ?? '', body: { status } },
+      setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
+    );
   }
 
   private async terminate(pod: V1Pod, serve: PodServe | undefined): Promise<void> {

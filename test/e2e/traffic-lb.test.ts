@@ -65,6 +65,8 @@ describe.skipIf(skip !== undefined)(`the load balancer model${skip ? ` (skipped:
     );
   const ready = (p: V1Pod) => p.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
   const gated = (p: V1Pod) => p.status?.conditions?.find((c) => c.type === GATE)?.status;
+  const conditionOf = (p: V1Pod | undefined, type: string) => p?.status?.conditions?.find((c) => c.type === type);
+  const containersReady = (p: V1Pod) => conditionOf(p, 'ContainersReady')?.status === 'True';
   const hashOf = (p: V1Pod | undefined) => p?.metadata?.labels?.['pod-template-hash'] ?? '';
   const waitForReadyPods = (deploy: string, count: number) =>
     waitFor(`${count} ready ${deploy} pods`, async () => {
@@ -103,7 +105,8 @@ describe.skipIf(skip !== undefined)(`the load balancer model${skip ? ` (skipped:
     // Created while the Service selects blue: blue pods name the gate. Green ones never matched it at creation.
     await apps.createNamespacedDeployment({ namespace: ns, body: deployment('blue', 'blue', 2, true) });
     await apps.createNamespacedDeployment({ namespace: ns, body: deployment('green', 'green', 2, false) });
-    // Ready (its probe on 9090 answers) but nothing listens on the Service's targetPort: health checks fail.
+    // Its probe on 9090 answers (ContainersReady) but nothing listens on the Service's targetPort: health checks
+    // fail, so the model never sets its gate and the pod is never Ready.
     await apps.createNamespacedDeployment({ namespace: ns, body: deployment('deaf', 'blue', 1, true, 9090) });
     lb = await dp.loadBalancer({
       name: LB,
@@ -122,7 +125,10 @@ describe.skipIf(skip !== undefined)(`the load balancer model${skip ? ` (skipped:
   it('registers a target only after its health-check delay and while it answers, and gates only pods that named the gate', async () => {
     expect(lb.gate).toBe(GATE);
     const blue = await waitForReadyPods('blue', 2);
-    const [deaf] = await waitForReadyPods('deaf', 1);
+    const [deaf] = await waitFor('the deaf pod with its containers ready', async () => {
+      const list = await pods('deaf');
+      return list.length === 1 && list.every(containersReady) ? list : undefined;
+    });
     const loop = await dp?.traffic(lb.url, { rps: 20, timeoutMs: 20_000 });
     const registered = await waitForTargets('the blue targets', blue, 'healthy');
     for (const t of registered) {
@@ -144,7 +150,16 @@ describe.skipIf(skip !== undefined)(`the load balancer model${skip ? ` (skipped:
     await waitFor('the gate on the registered blue pods', async () =>
       (await pods('blue')).every((p) => gated(p) === 'True') ? true : undefined,
     );
-    expect(gated((await pods('deaf'))[0] as V1Pod)).toBeUndefined();
+    const deafNow = (await pods('deaf'))[0];
+    expect(gated(deafNow as V1Pod)).toBeUndefined();
+    // The kubelet's rule: a pod naming a readiness gate is Ready only once that condition is True.
+    expect(conditionOf(deafNow, 'ContainersReady')?.status).toBe('True');
+    expect(conditionOf(deafNow, 'Ready')).toMatchObject({ status: 'False', reason: 'ReadinessGatesNotReady' });
+    // The gated blue pods became Ready when the model set their gate, not when their probe first answered.
+    for (const p of await pods('blue')) {
+      const readyAt = Date.parse(String(conditionOf(p, 'Ready')?.lastTransitionTime));
+      expect(readyAt).toBeGreaterThanOrEqual(Date.parse(String(conditionOf(p, GATE)?.lastTransitionTime)));
+    }
     // Green pods are Ready but outside the Service: not targets, no gate.
     const green = await waitForReadyPods('green', 2);
     expect(targetsOf(green)).toEqual([]);

@@ -36,18 +36,22 @@ function slice(endpoints: { ip: string; pod: string; ready?: boolean; serving?: 
 }
 
 describe('endpointsOf', () => {
-  it('targets ready endpoints, and not-ready serving ones only of pods that name the gate', () => {
+  it('targets ready endpoints, and not-ready ones only of pods that name the gate and whose containers are ready', () => {
+    const containersReady = [{ type: 'ContainersReady', status: 'True' }];
     const pods = new Map([
       ['a', pod('a', false)],
-      ['b', pod('b', true)],
-      ['c', pod('c', false)],
-      ['d', pod('d', true)],
+      ['b', pod('b', true, containersReady)],
+      ['c', pod('c', false, containersReady)],
+      ['d', pod('d', true, containersReady)],
+      ['e', pod('e', true)],
     ]);
+    // The EndpointSlice controller writes serving as Ready for a pod not terminating: false while its gate waits.
     const s = slice([
       { ip: '10.244.0.1', pod: 'a', ready: true },
-      { ip: '10.244.0.2', pod: 'b', ready: false, serving: true },
-      { ip: '10.244.0.3', pod: 'c', ready: false, serving: true },
-      { ip: '10.244.0.4', pod: 'd', ready: false, serving: true, terminating: true },
+      { ip: '10.244.0.2', pod: 'b', ready: false, serving: false },
+      { ip: '10.244.0.3', pod: 'c', ready: false, serving: false },
+      { ip: '10.244.0.4', pod: 'd', ready: false, serving: false, terminating: true },
+      { ip: '10.244.0.5', pod: 'e', ready: false, serving: false },
     ]);
     expect(endpointsOf([s], pods, GATE)).toEqual([
       { target: '10.244.0.1:8080', pod: 'a' },

@@ -3,7 +3,15 @@
 // how long its preStop hook and grace period keep it.
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { podProbe, podServe, podStop, readyStatus } from '../cluster/data-plane/pod-plan.ts';
+import {
+  gatedReadyStatus,
+  podProbe,
+  podServe,
+  podStop,
+  READINESS_GATES_NOT_READY,
+  readyStatus,
+  unmetGates,
+} from '../cluster/data-plane/pod-plan.ts';
 
 function pod(container: Partial<V1Container> = {}, extra: Partial<V1Pod> = {}): V1Pod {
   return {
@@ -88,5 +96,34 @@ describe('readyStatus', () => {
     };
     expect(status.conditions.map((c) => `${c.type}=${c.status}`)).toEqual(['Ready=True', 'ContainersReady=True']);
     expect(status.containerStatuses.every((s) => s.ready)).toBe(true);
+  });
+});
+
+describe('readiness gates', () => {
+  const GATE = 'target-health.lb-model.teal.dev/web';
+  const gated = (conditions: { type: string; status: string; reason?: string }[] = []): V1Pod => ({
+    ...pod(),
+    spec: { containers: [{ name: 'app', image: 'x' }], readinessGates: [{ conditionType: GATE }] },
+    status: { phase: 'Running', podIP: '10.244.0.9', conditions },
+  });
+  type Status = { conditions: { type: string; status: string; reason: string; message?: string }[] };
+
+  it('keeps Ready False, ContainersReady True, while a gate the pod names is not True', () => {
+    const status = readyStatus(gated(), new Date(0)) as Status;
+    expect(status.conditions.map((c) => `${c.type}=${c.status}`)).toEqual(['Ready=False', 'ContainersReady=True']);
+    expect(status.conditions[0]).toMatchObject({ reason: READINESS_GATES_NOT_READY });
+    expect(status.conditions[0]?.message).toContain(GATE);
+    expect(unmetGates(gated([{ type: GATE, status: 'False' }]))).toEqual([GATE]);
+    expect(unmetGates(gated([{ type: GATE, status: 'True' }]))).toEqual([]);
+  });
+
+  it('makes Ready True once the gate is set, only for pods whose containers the data plane made ready', () => {
+    const containers = { type: 'ContainersReady', status: 'True', reason: 'DataPlaneProbeAnswered' };
+    const waiting = { type: 'Ready', status: 'False', reason: READINESS_GATES_NOT_READY };
+    expect(gatedReadyStatus(gated([containers, waiting]), new Date(0))).toBeUndefined();
+    const set = gatedReadyStatus(gated([containers, waiting, { type: GATE, status: 'True' }]), new Date(0)) as Status;
+    expect(set.conditions.map((c) => `${c.type}=${c.status}`)).toEqual(['Ready=True']);
+    // Containers not ready yet (KWOK's condition): the probe decides first.
+    expect(gatedReadyStatus(gated([{ type: GATE, status: 'True' }]), new Date(0))).toBeUndefined();
   });
 });

@@ -35,10 +35,16 @@ export function namesGate(pod: V1Pod | undefined, gate: string): boolean {
   return (pod?.spec?.readinessGates ?? []).some((g) => g.conditionType === gate);
 }
 
+/** The pod's containers are ready (its readiness probe passed), whatever its readiness gates say. */
+function containersReady(pod: V1Pod | undefined): boolean {
+  return pod?.status?.conditions?.some((c) => c.type === 'ContainersReady' && c.status === 'True') === true;
+}
+
 /**
  * The Service's endpoints the load balancer targets: ready ones, and (as the
- * real controller does) not-ready ones of pods that name its gate and are
- * serving, whose readiness waits on the load balancer itself. Not terminating.
+ * real controller does) not-ready ones of pods that name its gate and whose
+ * containers are ready: their Ready waits on the load balancer itself, so the
+ * EndpointSlice has them neither ready nor serving. Not terminating.
  */
 export function endpointsOf(slices: V1EndpointSlice[], pods: Map<string, V1Pod>, gate: string): Endpoint[] {
   const out: Endpoint[] = [];
@@ -49,7 +55,8 @@ export function endpointsOf(slices: V1EndpointSlice[], pods: Map<string, V1Pod>,
       const pod = e.targetRef?.kind === 'Pod' ? (e.targetRef.name ?? '') : '';
       const c = e.conditions ?? {};
       const wanted =
-        c.ready === true || (c.serving !== false && c.terminating !== true && namesGate(pods.get(pod), gate));
+        c.ready === true ||
+        (c.terminating !== true && namesGate(pods.get(pod), gate) && containersReady(pods.get(pod)));
       for (const ip of wanted ? e.addresses : []) out.push({ target: `${ip}:${port}`, pod });
     }
   }

@@ -98,17 +98,68 @@ function execSleepSeconds(command: string[]): number {
   return match ? Number(match[1]) : 0;
 }
 
+/** The readiness gates the pod's spec names whose condition is not True: a kubelet keeps Ready False while any is. */
+export function unmetGates(pod: V1Pod): string[] {
+  const conditions = pod.status?.conditions ?? [];
+  return (pod.spec?.readinessGates ?? [])
+    .map((g) => g.conditionType)
+    .filter((type) => !conditions.some((c) => c.type === type && c.status === 'True'));
+}
+
+type PodCondition = { type: string; status: string; lastTransitionTime: string; reason: string; message?: string };
+
+/** A condition as a kubelet writes it: its transition time moves only when its status does. */
+function podCondition(
+  pod: V1Pod,
+  type: string,
+  status: 'True' | 'False',
+  reason: string,
+  at: string,
+  message?: string,
+) {
+  const before = pod.status?.conditions?.find((c) => c.type === type);
+  const since = before?.status === status && before.lastTransitionTime ? before.lastTransitionTime : at;
+  const condition: PodCondition = { type, status, reason, lastTransitionTime: new Date(since).toISOString() };
+  return message ? { ...condition, message } : condition;
+}
+
+/**
+ * Ready as the kubelet computes it (its generateAPIPodStatus): the containers
+ * are ready and every readiness gate the spec names has its condition True.
+ * ContainersReady is the containers' part alone.
+ */
+function readyCondition(pod: V1Pod, at: string): PodCondition {
+  const unmet = unmetGates(pod);
+  if (unmet.length === 0) return podCondition(pod, 'Ready', 'True', DATA_PLANE_READY_REASON, at);
+  const message = `the status of pod readiness gates ${unmet.map((g) => JSON.stringify(g)).join(', ')} is not "True"`;
+  return podCondition(pod, 'Ready', 'False', READINESS_GATES_NOT_READY, at, message);
+}
+
 /** The status a kubelet writes once the readiness probe passed (a strategic merge on conditions' type). */
 export function readyStatus(pod: V1Pod, now: Date): Record<string, unknown> {
   const at = now.toISOString();
   return {
-    conditions: [
-      { type: 'Ready', status: 'True', lastTransitionTime: at, reason: DATA_PLANE_READY_REASON },
-      { type: 'ContainersReady', status: 'True', lastTransitionTime: at, reason: DATA_PLANE_READY_REASON },
-    ],
+    conditions: [readyCondition(pod, at), podCondition(pod, 'ContainersReady', 'True', DATA_PLANE_READY_REASON, at)],
     containerStatuses: (pod.status?.containerStatuses ?? []).map((s) => ({ ...s, ready: true, started: true })),
   };
 }
 
+/**
+ * The Ready condition to write for a pod whose containers the data plane made
+ * ready, once a readiness gate's condition changed (a load balancer set it);
+ * undefined when Ready already says what the gates say.
+ */
+export function gatedReadyStatus(pod: V1Pod, now: Date): Record<string, unknown> | undefined {
+  const conditions = pod.status?.conditions ?? [];
+  const containers = conditions.find((c) => c.type === 'ContainersReady');
+  if (containers?.status !== 'True' || containers.reason !== DATA_PLANE_READY_REASON) return undefined;
+  const ready = readyCondition(pod, now.toISOString());
+  const before = conditions.find((c) => c.type === 'Ready');
+  if (before?.status === ready.status && before.reason === ready.reason) return undefined;
+  return { conditions: [ready] };
+}
+
+/** The kubelet's reason on Ready while a readiness gate is not True. */
+export const READINESS_GATES_NOT_READY = 'ReadinessGatesNotReady';
 /** The reason on Ready conditions the data plane set, so a test can tell them from KWOK's. */
 export const DATA_PLANE_READY_REASON = 'DataPlaneProbeAnswered';
