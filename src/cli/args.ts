@@ -4,7 +4,7 @@
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
 import { type Action, type ActionArgs, allArgs, argsOf, flagOf } from '../app/action-args.ts';
 import { positiveInteger } from '../app/cluster-values.ts';
-import { UsageError } from './errors.ts';
+import { LINT_EXIT, UsageError } from './errors.ts';
 import { type Flags, FORMATS, type Format } from './flags.ts';
 
 export interface Flag {
@@ -33,6 +33,8 @@ export interface CommandSpec {
   examples: readonly string[];
   /** The only values a positional argument takes, by its name (completion offers them). */
   choices: Readonly<Record<string, readonly string[]>>;
+  /** The exit code of an error, usage included, when not EXIT.error: lint's 1 says "findings". */
+  errorExit?: number;
   load: () => Promise<Run>;
 }
 
@@ -64,7 +66,9 @@ const command = (
   examples: readonly string[],
   load: () => Promise<Run>,
   choices: Readonly<Record<string, readonly string[]>> = {},
+  errorExit?: number,
 ): CommandSpec => ({
+  ...(errorExit === undefined ? {} : { errorExit }),
   name,
   usage,
   summary,
@@ -181,6 +185,24 @@ export const COMMANDS: readonly CommandSpec[] = [
       'kubectl teal logs weather --check smoke',
     ],
     async () => (await import('./commands/logs.ts')).logs,
+  ),
+  command(
+    'lint',
+    'APP [--drain DURATION]',
+    "Check the App's traffic set-up: readiness probe, pods' shutdown against the load balancer's drain, pod-aware load balancers without ping-pong slots",
+    ['APP'],
+    {
+      drain: {
+        type: 'string',
+        value: 'DURATION',
+        help: "hold the pods' shutdown against this drain, e.g. 30s, instead of the load balancers' (docs/cli.md#lint)",
+      },
+      ...OUTPUT,
+    },
+    ['kubectl teal lint weather', 'kubectl teal lint weather --drain 45s', 'kubectl teal lint weather -o json'],
+    async () => (await import('./commands/lint.ts')).lint,
+    {},
+    LINT_EXIT.error,
   ),
   command(
     'set',
@@ -382,6 +404,7 @@ function flagsOf(spec: CommandSpec, values: Values): Flags {
     address: str('address'),
     service: str('service'),
     noBrowser: bool('no-browser'),
+    drain: str('drain'),
   };
 }
 

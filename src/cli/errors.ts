@@ -2,12 +2,19 @@
 // command loads this file, so it imports nothing: API server errors are put in
 // words by explain.ts, which only the commands that talk to a cluster load.
 
-/** Exit codes; `status` adds its own (see docs/cli.md). */
+/** Exit codes; `status` and `lint` add their own (see docs/cli.md). */
 export const EXIT = {
   ok: 0,
   error: 1,
   paused: 2,
   timeout: 3,
+} as const;
+
+/** `lint`'s exit codes, as `kubectl diff`'s: 0 nothing found, 1 findings, 2 an error (usage included). */
+export const LINT_EXIT = {
+  clean: 0,
+  findings: 1,
+  error: 2,
 } as const;
 
 export class CliError extends Error {

@@ -25,4 +25,6 @@ export interface Flags extends ActionArgs {
   address: string | undefined;
   service: string | undefined;
   noBrowser: boolean;
+  /** lint: the drain to hold the pods' shutdown against. */
+  drain: string | undefined;
 }

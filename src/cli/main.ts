@@ -6,7 +6,7 @@
 // args.ts), so a command loads only what it uses: `version` nothing of
 // client-node, `list` not the action rules. In the bundle (scripts/bundle-cli.ts)
 // each import is a chunk of its own.
-import { type CommandSpec, commandHelp, mainHelp, parse } from './args.ts';
+import { type CommandSpec, commandHelp, findCommand, mainHelp, parse } from './args.ts';
 import { COMPLETE } from './complete-protocol.ts';
 import { CliError, EXIT, UsageError } from './errors.ts';
 
@@ -24,18 +24,23 @@ export async function main(argv: readonly string[]): Promise<number> {
     const run = await command.load();
     return await run(parsed.args, parsed.flags);
   } catch (err) {
+    // A command whose exit codes give 1 another meaning (lint) says which code an error ends in.
+    const failed = (code: number) => {
+      const spec = command ?? (err instanceof UsageError && err.command ? findCommand(err.command) : undefined);
+      return spec?.errorExit ?? code;
+    };
     if (err instanceof UsageError) {
       const about = err.command ?? command?.name;
       process.stderr.write(`error: ${err.message}\nRun "kubectl teal ${about ? `${about} ` : ''}--help" for usage.\n`);
-      return err.exitCode;
+      return failed(err.exitCode);
     }
     if (err instanceof CliError) {
       process.stderr.write(`error: ${err.message}\n`);
-      return err.exitCode;
+      return failed(err.exitCode);
     }
     // A bug, not a user error: keep the stack.
     process.stderr.write(`error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    return EXIT.error;
+    return failed(EXIT.error);
   }
 }
 
