@@ -38,7 +38,11 @@ ui: deps ## The dashboard's files only, into dist/ui (scripts/bundle-ui.ts), whi
 	npm run -s bundle:ui
 
 .PHONY: cli
-cli: deps ## The kubectl plugin as bin/kubectl-teal runs it: dist/cli/kubectl-teal.js, bundled and split per command (docs/cli.md)
+cli: cli-bundle ## The kubectl plugin: the bundle bin/kubectl-teal runs, and single executables (linux amd64, arm64) in .tar.gz archives with checksums and a krew manifest, in dist/cli/standalone (docs/cli.md)
+	npm run -s standalone:cli $(if $(RELEASE_URL),-- --release-url $(RELEASE_URL))
+
+.PHONY: cli-bundle
+cli-bundle: deps ## The kubectl plugin as bin/kubectl-teal runs it: dist/cli/kubectl-teal.js, bundled and split per command
 	npm run -s bundle:cli
 
 .PHONY: manifests
@@ -91,7 +95,7 @@ bench-app-events: deps binaries ## The memory of the operator's cache of Events 
 REAL_BUILDS ?=
 
 .PHONY: dev
-dev: deps binaries ui cli ## Local control plane + operator (and its dashboard) + the weather-app example as a local git repo (Ctrl-C stops it); REAL_BUILDS=1 builds for real
+dev: deps binaries ui cli-bundle ## Local control plane + operator (and its dashboard) + the weather-app example as a local git repo (Ctrl-C stops it); REAL_BUILDS=1 builds for real
 	npm run -s cluster -- up $(if $(filter-out 0 no false,$(REAL_BUILDS)),--real-builds)
 
 .PHONY: run

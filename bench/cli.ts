@@ -3,7 +3,8 @@
 // round, so every command meets the same cluster and the same load:
 //   - `kubectl get app APP -o json`, kubectl's own read of the App (the yardstick);
 //   - `kubectl teal get APP` and `kubectl teal version`, each from the bundle
-//     (dist/cli, what `make cli` installs) and from the sources;
+//     (dist/cli, what bin/kubectl-teal runs), from the sources, and as the single
+//     executable (dist/cli/standalone, what krew installs);
 //   - `node -e 0` with the plugin's Node: the floor of any Node command on this machine now.
 // Each is timed from spawn to exit through the real kubectl, which finds the plugin
 // on PATH. Rounds before --runs warm the compile cache and the page cache up.
@@ -41,6 +42,9 @@ if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs: a positive int
 if (!Number.isInteger(warmup) || warmup < 0) throw new Error(`--warmup: an integer ≥ 0, got ${values.warmup}`);
 const BUNDLE = join(root, 'dist/cli/kubectl-teal.js');
 if (!existsSync(BUNDLE)) throw new Error(`${BUNDLE} is missing: run "make cli" first`);
+/** The single executable for this machine (scripts/standalone-cli.ts). */
+const STANDALONE = join(root, `dist/cli/standalone/kubectl-teal-linux-${process.arch === 'arm64' ? 'arm64' : 'amd64'}`);
+if (!existsSync(join(STANDALONE, 'kubectl-teal'))) throw new Error(`${STANDALONE} is missing: run "make cli" first`);
 
 const NAMESPACE = 'bench';
 const APP = 'web';
@@ -71,8 +75,10 @@ function subjects(): Subject[] {
     { name: `kubectl get app ${APP} -o json`, args: ['get', 'app', APP, '-n', NAMESPACE, '-o', 'json'] },
     { name: `kubectl teal get ${APP} (bundle)`, args: get, bin, from: 'bundle' },
     { name: `kubectl teal get ${APP} (source)`, args: get, bin, from: 'source' },
+    { name: `kubectl teal get ${APP} (single executable)`, args: get, bin: STANDALONE },
     { name: 'kubectl teal version (bundle)', args: ['teal', 'version'], bin, from: 'bundle' },
     { name: 'kubectl teal version (source)', args: ['teal', 'version'], bin, from: 'source' },
+    { name: 'kubectl teal version (single executable)', args: ['teal', 'version'], bin: STANDALONE },
     { name: 'node -e 0', args: ['-e', '0'], program: NODE },
   ];
   if (values.plugin) {

@@ -7,4 +7,4 @@
 import { enableCompileCache } from 'node:module';
 
 enableCompileCache();
-await import('./main.ts');
+await (await import('./main.ts')).run(process.argv.slice(2));

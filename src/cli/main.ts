@@ -44,6 +44,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
-// Exit once stdout is flushed: pooled HTTP sockets would otherwise keep the process up for seconds.
-const code = await main(process.argv.slice(2));
-process.stdout.write('', () => process.stderr.write('', () => process.exit(code)));
+/** Runs the command of `argv` and exits with its code. */
+export async function run(argv: readonly string[]): Promise<void> {
+  const code = await main(argv);
+  // Exit once stdout is flushed: pooled HTTP sockets would otherwise keep the process up for seconds.
+  process.stdout.write('', () => process.stderr.write('', () => process.exit(code)));
+}

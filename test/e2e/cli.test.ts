@@ -1,25 +1,42 @@
 // The kubectl plugin end to end: the real kubectl finds `kubectl-teal` on
 // PATH and runs it against Apps that a real operator (a child process)
 // releases on the real control plane, once for each place the plugin runs
-// from: its bundle as `make cli` builds it, and the sources. Users are real
+// from: its bundle as `make cli` builds it, the sources, and the single
+// executable `make cli` builds, with no Node on PATH. Users are real
 // too: a ServiceAccount token in its own kubeconfig meets the API server's RBAC.
 import { execFile, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { AppInput } from '../../src/app/schema.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { createApp, getApp, phase, waitForApp } from '../support/apps.ts';
-import { CLI_FROM, type CliFrom, type CliResult, cliEnv, completeTeal, teal as runTeal } from '../support/cli.ts';
+import {
+  buildStandalone,
+  CLI_FROM,
+  type CliFrom,
+  type CliResult,
+  cliEnv,
+  completeTeal,
+  teal as runTeal,
+} from '../support/cli.ts';
 import { createRepo, type TestRepo } from '../support/git-server.ts';
 import { clients, createNamespace, tokenKubeconfig, WAIT_MS, waitFor } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 import { serviceAccount, userOf } from '../support/users.ts';
 
 const { authn } = clients();
-const bash = promisify(execFile).bind(null, 'bash');
+// Found on this process's PATH: the standalone plugin runs with a PATH without bash's folder.
+const bash = promisify(execFile).bind(null, onPath('bash'));
+
+function onPath(command: string): string {
+  const dir = (process.env.PATH ?? '').split(delimiter).find((d) => d !== '' && existsSync(join(d, command)));
+  if (!dir) throw new Error(`${command} is not on PATH`);
+  return join(dir, command);
+}
 
 describe.each(CLI_FROM)('kubectl teal, run from the %s', (from: CliFrom) => {
   let ns: string;
@@ -60,6 +77,7 @@ describe.each(CLI_FROM)('kubectl teal, run from the %s', (from: CliFrom) => {
   }
 
   beforeAll(async () => {
+    if (from === 'standalone') await buildStandalone();
     ({ name: ns, remove: removeNs } = await createNamespace('cli'));
     root = await mkdtemp(join(tmpdir(), 'teal-cli-'));
     repo = await createRepo(join(root, 'repo'));

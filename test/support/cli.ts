@@ -1,9 +1,12 @@
 // `kubectl teal ...` as a user runs it: the real kubectl, which finds the
 // plugin on PATH, against the test cluster. The plugin runs from the bundle
-// (`make cli`, as users install it: support/plugin.ts) or from the sources
-// (bin/kubectl-teal of the repository, TEAL_CLI_FROM=source); test/e2e/cli.test.ts
-// runs every test with both.
+// (`make cli`, as users install it: support/plugin.ts), from the sources
+// (bin/kubectl-teal of the repository, TEAL_CLI_FROM=source), or as the single
+// executable (scripts/standalone-cli.ts) with no Node on PATH; test/e2e/cli.test.ts
+// runs every test with all three.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtemp, symlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -14,8 +17,37 @@ const run = promisify(execFile);
 const BIN = fileURLToPath(new URL('../../bin', import.meta.url));
 
 /** Where the plugin runs from. */
-export type CliFrom = 'bundle' | 'source';
-export const CLI_FROM: readonly CliFrom[] = ['bundle', 'source'];
+export type CliFrom = 'bundle' | 'source' | 'standalone';
+export const CLI_FROM: readonly CliFrom[] = ['bundle', 'source', 'standalone'];
+
+/** This machine's architecture as krew and the executables' folders name it. */
+export const ARCH = process.arch === 'arm64' ? 'arm64' : 'amd64';
+
+let standaloneBin: string | undefined;
+
+/**
+ * Builds the single executable for this machine (scripts/standalone-cli.ts), once per
+ * test file, with the link kubectl's completion runs (as docs/cli.md tells users to make);
+ * cliEnv's 'standalone' runs it.
+ */
+export async function buildStandalone(): Promise<string> {
+  if (standaloneBin) return standaloneBin;
+  const out = await mkdtemp(join(tmpdir(), 'teal-standalone-'));
+  const script = fileURLToPath(new URL('../../scripts/standalone-cli.ts', import.meta.url));
+  await run(process.execPath, [script, '--outdir', out, '--arch', ARCH, '--executable-only'], { timeout: WAIT_MS });
+  const bin = join(out, `kubectl-teal-linux-${ARCH}`);
+  await symlink('kubectl-teal', join(bin, 'kubectl_complete-teal'));
+  standaloneBin = bin;
+  return bin;
+}
+
+/** The folder the plugin of `from` is found in. */
+function pluginBin(from: CliFrom): string {
+  if (from === 'source') return BIN;
+  if (from === 'bundle') return join(inject('pluginRoot'), 'bin');
+  if (!standaloneBin) throw new Error('the standalone plugin is not built: await buildStandalone() first');
+  return standaloneBin;
+}
 
 export interface CliResult {
   stdout: string;
@@ -24,14 +56,18 @@ export interface CliResult {
   code: number;
 }
 
-/** The environment kubectl runs with: the plugin of `from` first on PATH, kubeconfig, no colour. */
+/**
+ * The environment kubectl runs with: the plugin of `from` first on PATH, kubeconfig, no colour.
+ * The standalone plugin gets a PATH of its folder and kubectl's only: no Node, no repository.
+ */
 export function cliEnv(kubeconfig: string, from: CliFrom = 'bundle'): NodeJS.ProcessEnv {
   const { TEAL_CLI_FROM: _from, ...env } = process.env;
-  const bin = from === 'bundle' ? join(inject('pluginRoot'), 'bin') : BIN;
+  const path = [pluginBin(from), inject('binDir')];
+  if (from !== 'standalone') path.push(process.env.PATH ?? '');
   return {
     ...env,
     ...(from === 'source' ? { TEAL_CLI_FROM: 'source' } : {}),
-    PATH: [bin, inject('binDir'), process.env.PATH ?? ''].join(delimiter),
+    PATH: path.join(delimiter),
     KUBECONFIG: kubeconfig,
     // NO_COLOR keeps the output plain even if a terminal is attached.
     NO_COLOR: '1',
