@@ -65,6 +65,13 @@ export interface DataPlaneOptions {
   log?: (line: string) => void;
 }
 
+export interface TrafficOptions {
+  rps: number;
+  timeoutMs: number;
+  maxMs?: number;
+  maxInFlight?: number;
+}
+
 export interface Traffic {
   stats: () => Promise<TrafficStats>;
   /** Stops sending, waits for the requests in flight, and returns every answer. */
@@ -76,8 +83,11 @@ export interface DataPlane {
   name: string;
   /** One GET from inside the namespace, on a new connection. */
   request: (url: string, timeoutMs?: number) => Promise<Answer>;
-  /** A bounded loop of GETs from inside the namespace: rps a second, each cut at timeoutMs, ending at maxMs. */
-  traffic: (url: string, opts: { rps: number; timeoutMs: number; maxMs?: number }) => Promise<Traffic>;
+  /**
+   * A bounded loop of GETs from inside the namespace (data-plane/traffic.ts): rps a second, each on a
+   * new connection and cut at timeoutMs, at most maxInFlight open at once (256 unless said), ending at maxMs.
+   */
+  traffic: (url: string, opts: TrafficOptions) => Promise<Traffic>;
   /** Which pod holds GET /hold/<token> open, if one does; release(token) lets it answer. */
   held: (token: string) => Promise<string | undefined>;
   release: (token: string) => Promise<void>;

@@ -105,8 +105,11 @@ describe.skipIf(skip !== undefined)(`the traffic harness${skip ? ` (skipped: ${s
     await waitFor('both blue endpoints ready', async () =>
       (await readyEndpoints(ns, 'web')).length === 2 ? true : undefined,
     );
-    // Nothing listens on the ClusterIP: only kube-proxy's DNAT can take a request to a pod.
-    expect(await dp?.ruleset()).toContain(clusterIP);
+    // Nothing listens on the ClusterIP: only kube-proxy's DNAT can take a request to a pod. Its rules
+    // follow the endpoints a moment later (its own watch and sync period).
+    await waitFor("kube-proxy's rules for the ClusterIP", async () =>
+      (await dp?.ruleset())?.includes(clusterIP) ? true : undefined,
+    );
     const answered = new Map<string, Answer>();
     await waitFor('answers from both blue pods through the ClusterIP', async () => {
       const a = await dp?.request(`http://${clusterIP}/`);
@@ -201,6 +204,33 @@ describe.skipIf(skip !== undefined)(`the traffic harness${skip ? ` (skipped: ${s
       const left = await core.listNamespacedPod({ namespace: ns, fieldSelector: `metadata.name=${name}` });
       return left.items.length === 0 ? true : undefined;
     });
+  });
+
+  it('the loop keeps at most maxInFlight requests open, counts the slots it skipped, and names the pod a failed request reached', async () => {
+    const [pod] = await waitForReadyPods('green', 2);
+    const name = pod?.metadata?.name ?? '';
+    // Every request is held by the pod: three are open, the later slots find the cap reached.
+    const loop = await dp?.traffic(`http://${pod?.status?.podIP}:8080/hold/loop`, {
+      rps: 20,
+      timeoutMs: 60_000,
+      maxInFlight: 3,
+    });
+    const held = await waitFor('slots skipped at the cap', async () => {
+      const s = await loop?.stats();
+      return s && s.skipped >= 5 ? s : undefined;
+    });
+    expect(held).toMatchObject({ sent: 3, ok: 0, failed: 0, maxInFlight: 3 });
+    // The loop stops sending, then the pod, deleted for good, is cut with the three requests open on it.
+    const stopped = loop?.stop();
+    await core.deleteNamespacedPod({ namespace: ns, name, gracePeriodSeconds: 0 });
+    const final = await stopped;
+    expect(final).toMatchObject({ sent: 3, ok: 0, failed: 3, maxInFlight: 3 });
+    expect(final?.skipped).toBeGreaterThanOrEqual(5);
+    expect(final?.achievedRps).toBeGreaterThan(0);
+    for (const a of final?.failures ?? []) {
+      expect(a.via).toEqual({ pod: name, revision: hashOf(pod) });
+      expect(a.error).not.toBe('timeout');
+    }
   });
 
   it('a deleted pod keeps serving through its preStop hook, and one deleted for good is cut at once', async () => {

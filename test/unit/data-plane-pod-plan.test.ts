@@ -44,6 +44,12 @@ describe('podServe', () => {
     expect(podServe(p)).toMatchObject({ port: 8080, revision: 'teal1' });
   });
 
+  it("answers Argo Rollouts' revision label on a Rollout's pods, which have no pod-template-hash", () => {
+    const p = pod();
+    p.metadata = { ...p.metadata, labels: { app: 'web', 'rollouts-pod-template-hash': 'argo1' } };
+    expect(podServe(p)).toMatchObject({ revision: 'argo1' });
+  });
+
   it('serves nothing for a pod that is not Running or has no IP yet', () => {
     expect(podServe(pod({}, { status: { phase: 'Pending', podIP: '10.244.0.7' } }))).toBeUndefined();
     expect(podServe(pod({}, { status: { phase: 'Running' } }))).toBeUndefined();

@@ -6,7 +6,8 @@
 // - kube-proxy, its child, which programs nftables here from that API server;
 // - the pods' servers, each on its pod IP (added to lo), answering
 //   {"pod", "revision"}, and drained on stop as a kubelet's SIGTERM would;
-// - one-off requests and bounded traffic loops the host side asks for.
+// - one-off requests, and bounded traffic loops the host side asks for, each
+//   in a worker thread of its own (traffic.ts);
 // The host side talks to it over HTTP on a Unix socket (control routes below).
 // It exits, with kube-proxy, when its stdin closes: its parent is gone.
 import { execFile, spawn } from 'node:child_process';
@@ -14,7 +15,9 @@ import { openSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { promisify } from 'node:util';
+import { Worker } from 'node:worker_threads';
 import { relayServer } from './relay.ts';
+import { type Answer, type FromLoop, type LoopOptions, type LoopReport, request, type ToLoop } from './traffic.ts';
 
 const run = promisify(execFile);
 
@@ -34,32 +37,16 @@ export interface ServeRequest {
   revision: string;
 }
 
-/** One request's outcome, as the traffic loop and one-off requests record it. */
-export interface Answer {
-  /** Milliseconds from the loop's start (one-off requests: 0). */
-  t: number;
-  status?: number;
-  pod?: string;
-  revision?: string;
-  error?: string;
-}
-
-export interface TrafficStats {
-  sent: number;
-  ok: number;
-  failed: number;
-  byRevision: Record<string, number>;
-  byPod: Record<string, number>;
-  failures: Answer[];
-  /** Every answer in the order requests were sent, once the loop has stopped; the latest 200 before. */
-  answers: Answer[];
-  running: boolean;
-}
+export type { Answer } from './traffic.ts';
+/** What a traffic loop reports: its counts, rate, failures (each with the pod that accepted it, if one did). */
+export type TrafficStats = LoopReport;
 
 /** Traffic loops are bounded: at most this rate, and each ends at its maxMs (10 minutes at most). */
 const MAX_RPS = 1000;
-const MAX_TRAFFIC_MS = 10 * 60_000;
-const RECENT = 200;
+const MAX_TRAFFIC_MS = 60 * 60_000;
+/** Requests open at once per loop, unless the start says: a late tick sends what is due up to this. */
+const DEFAULT_MAX_IN_FLIGHT = 256;
+const TRAFFIC_WORKER = new URL('./traffic.ts', import.meta.url);
 
 // ---------- pods' servers
 
@@ -105,6 +92,7 @@ async function serve(req: ServeRequest): Promise<void> {
   if (servers.has(req.key)) return;
   await addIp(req.ip);
   const server = http.createServer(podHandler(req));
+  server.on('connection', (socket: net.Socket) => noteAccepted(`${socket.remoteAddress}:${socket.remotePort}`, req));
   servers.set(req.key, { req, server });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -156,105 +144,70 @@ function killServer(key: string): Promise<void> {
 
 // ---------- requests and traffic
 
-function request(url: string, timeoutMs: number, t = 0): Promise<Answer> {
-  return new Promise((resolve) => {
-    // A new connection per request, as kube-proxy balances connections, not requests.
-    const req = http.get(url, { agent: false, signal: AbortSignal.timeout(timeoutMs) }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => {
-        body += c;
-      });
-      res.on('end', () => {
-        try {
-          const { pod, revision } = JSON.parse(body) as { pod?: string; revision?: string };
-          if (res.statusCode === 200) return resolve({ t, status: 200, pod, revision });
-        } catch {}
-        resolve({ t, status: res.statusCode, error: `HTTP ${res.statusCode}: ${body.slice(0, 200)}` });
-      });
-      res.on('error', (err) => resolve({ t, error: errorText(err) }));
-    });
-    req.on('error', (err) => resolve({ t, error: errorText(err) }));
-  });
+/**
+ * Which pod's server accepted a connection from a client address (address:port),
+ * directly or through the load balancer model's listener, and when: a failed
+ * request is named by the pod it reached. Bounded: the oldest go first.
+ */
+const accepted = new Map<string, { pod: string; revision: string; at: number }>();
+const ACCEPTED_KEPT = 50_000;
+
+function noteAccepted(from: string, req: ServeRequest): void {
+  accepted.delete(from);
+  accepted.set(from, { pod: req.name, revision: req.revision, at: Date.now() });
+  if (accepted.size > ACCEPTED_KEPT) accepted.delete(accepted.keys().next().value ?? '');
 }
 
-function errorText(err: unknown): string {
-  const e = err as { code?: string; name?: string; message?: string };
-  if (e.name === 'TimeoutError' || e.name === 'AbortError') return 'timeout';
-  return e.code ?? e.message ?? String(err);
-}
+/** A traffic loop in its own thread (traffic.ts), and the pods its failed requests reached. */
+class TrafficWorker {
+  private readonly worker: Worker;
+  private readonly via = new Map<string, { pod: string; revision: string }>();
+  private readonly waiting = new Map<number, (r: LoopReport) => void>();
+  private seq = 0;
 
-class TrafficLoop {
-  readonly answers: Answer[] = [];
-  private readonly byRevision: Record<string, number> = {};
-  private readonly byPod: Record<string, number> = {};
-  private readonly failures: Answer[] = [];
-  private ok = 0;
-  private sent = 0;
-  private running = true;
-  private timer: NodeJS.Timeout | undefined;
-  private readonly inFlight = new Set<Promise<void>>();
-  private readonly start = Date.now();
-  private readonly url: string;
-  private readonly rps: number;
-  private readonly timeoutMs: number;
-  private readonly maxMs: number;
-
-  constructor(url: string, rps: number, timeoutMs: number, maxMs: number) {
-    this.url = url;
-    this.rps = rps;
-    this.timeoutMs = timeoutMs;
-    this.maxMs = maxMs;
-    this.tick();
-  }
-
-  private tick(): void {
-    if (!this.running) return;
-    const elapsed = Date.now() - this.start;
-    if (elapsed >= this.maxMs) return void this.stop();
-    // Catch up to the schedule (a busy event loop sends late, not fewer).
-    while (this.sent < Math.floor((elapsed * this.rps) / 1000) + 1) this.send();
-    this.timer = setTimeout(() => this.tick(), Math.max(1, Math.floor(1000 / this.rps)));
-  }
-
-  private send(): void {
-    const index = this.sent++;
-    const t = Date.now() - this.start;
-    const done = request(this.url, this.timeoutMs, t).then((a) => {
-      this.answers[index] = a;
-      if (a.error) this.failures.push(a);
-      else {
-        this.ok += 1;
-        this.byRevision[a.revision ?? ''] = (this.byRevision[a.revision ?? ''] ?? 0) + 1;
-        this.byPod[a.pod ?? ''] = (this.byPod[a.pod ?? ''] ?? 0) + 1;
+  constructor(options: LoopOptions) {
+    this.worker = new Worker(TRAFFIC_WORKER, { workerData: options });
+    this.worker.on('message', (m: FromLoop) => {
+      if (m.type === 'report') {
+        this.waiting.get(m.seq)?.(m.report);
+        this.waiting.delete(m.seq);
+        return;
       }
-      this.inFlight.delete(done);
+      // Accepted since the request was sent: the client port was not reused in between.
+      const a = accepted.get(m.from);
+      if (a && a.at >= m.sentAt) this.via.set(`${m.t}/${m.from}`, { pod: a.pod, revision: a.revision });
     });
-    this.inFlight.add(done);
+    this.worker.on('error', (err) => console.error(`traffic loop: ${String(err)}`));
   }
 
-  async stop(): Promise<void> {
-    this.running = false;
-    clearTimeout(this.timer);
-    await Promise.all([...this.inFlight]);
+  private ask(type: ToLoop['type']): Promise<LoopReport> {
+    const seq = this.seq++;
+    return new Promise<LoopReport>((resolve) => {
+      this.waiting.set(seq, resolve);
+      this.worker.postMessage({ type, seq } satisfies ToLoop);
+    }).then((r) => this.named(r));
   }
 
-  stats(): TrafficStats {
-    const done = this.answers.filter(Boolean);
-    return {
-      sent: this.sent,
-      ok: this.ok,
-      failed: this.failures.length,
-      byRevision: { ...this.byRevision },
-      byPod: { ...this.byPod },
-      failures: [...this.failures],
-      answers: this.running ? done.slice(-RECENT) : done,
-      running: this.running,
+  private named(r: LoopReport): LoopReport {
+    const name = (a: Answer): Answer => {
+      const via = a.error && a.from ? this.via.get(`${a.t}/${a.from}`) : undefined;
+      return via ? { ...a, via } : a;
     };
+    return { ...r, failures: r.failures.map(name), answers: r.answers.map(name) };
+  }
+
+  stats(): Promise<LoopReport> {
+    return this.ask('stats');
+  }
+
+  async stop(): Promise<LoopReport> {
+    const report = await this.ask('stop');
+    await this.worker.terminate();
+    return report;
   }
 }
 
-const loops = new Map<string, TrafficLoop>();
+const loops = new Map<string, TrafficWorker>();
 let nextLoop = 0;
 
 // ---------- the load balancer model's listener (test/cluster/lb-model.ts decides its targets)
@@ -288,6 +241,8 @@ function lbConnection(lb: LbListener, client: net.Socket): void {
   const target = lb.registered[lb.next++ % Math.max(1, lb.registered.length)];
   if (!target) return void client.end(NO_TARGET);
   const [host, port] = target.split(':');
+  const pod = [...servers.values()].find((s) => `${s.req.ip}:${s.req.port}` === target);
+  if (pod) noteAccepted(`${client.remoteAddress}:${client.remotePort}`, pod.req);
   const upstream = net.connect(Number(port), host ?? '');
   const open = lb.open.get(target) ?? new Set<net.Socket>();
   lb.open.set(target, open.add(client));
@@ -360,7 +315,7 @@ function bounded(value: unknown, name: string, min: number, max: number): number
   return value;
 }
 
-function loopOf(body: Body): TrafficLoop {
+function loopOf(body: Body): TrafficWorker {
   const loop = loops.get(String(body.id));
   if (!loop) throw new Error(`no traffic loop ${String(body.id)}`);
   return loop;
@@ -396,21 +351,21 @@ function routes(config: AgentConfig): Record<string, Route> {
     },
     '/traffic/start': async (b) => {
       const id = String(nextLoop++);
-      const loop = new TrafficLoop(
-        String(b.url),
-        bounded(b.rps, 'rps', 1, MAX_RPS),
-        bounded(b.timeoutMs, 'timeoutMs', 1, 60_000),
-        bounded(b.maxMs ?? MAX_TRAFFIC_MS, 'maxMs', 1, MAX_TRAFFIC_MS),
-      );
+      const loop = new TrafficWorker({
+        url: String(b.url),
+        rps: bounded(b.rps, 'rps', 1, MAX_RPS),
+        timeoutMs: bounded(b.timeoutMs, 'timeoutMs', 1, 60_000),
+        maxMs: bounded(b.maxMs ?? MAX_TRAFFIC_MS, 'maxMs', 1, MAX_TRAFFIC_MS),
+        maxInFlight: bounded(b.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, 'maxInFlight', 1, 10_000),
+      });
       loops.set(id, loop);
       return { id };
     },
     '/traffic/stats': async (b) => loopOf(b).stats(),
     '/traffic/stop': async (b) => {
       const loop = loopOf(b);
-      await loop.stop();
       loops.delete(String(b.id));
-      return loop.stats();
+      return loop.stop();
     },
     '/ruleset': async () => ({ text: (await run('nft', ['list', 'ruleset'])).stdout }),
     '/lb/listen': async (b) =>

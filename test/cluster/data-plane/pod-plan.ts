@@ -7,6 +7,8 @@ import { LABEL_HASH } from '../../../src/app/labels.ts';
 
 /** Kubernetes' own revision label, set by the Deployment controller. */
 const LABEL_DEPLOYMENT_HASH = 'pod-template-hash';
+/** Argo Rollouts' revision label on the pods of a Rollout's ReplicaSets. */
+const LABEL_ARGO_HASH = 'rollouts-pod-template-hash';
 /** What a kubelet waits when neither the pod nor the delete request says. */
 const DEFAULT_GRACE_SECONDS = 30;
 /** The port a pod with no containerPort serves on. */
@@ -18,7 +20,7 @@ export interface PodServe {
   name: string;
   ip: string;
   port: number;
-  /** Teal's revision label, else the Deployment's pod-template-hash, else "". */
+  /** Teal's revision label, else Argo Rollouts', else the Deployment's pod-template-hash, else "". */
   revision: string;
 }
 
@@ -51,7 +53,7 @@ export function podServe(pod: V1Pod): PodServe | undefined {
     name: pod.metadata?.name ?? '',
     ip,
     port,
-    revision: labels[LABEL_HASH] ?? labels[LABEL_DEPLOYMENT_HASH] ?? '',
+    revision: labels[LABEL_HASH] ?? labels[LABEL_ARGO_HASH] ?? labels[LABEL_DEPLOYMENT_HASH] ?? '',
   };
 }
 
