@@ -21,3 +21,12 @@ export const FINALIZER = 'teal.dev/restore-services';
 
 /** The selector value of a Service that must select no pod. */
 export const NO_REVISION = 'none';
+
+/**
+ * Ping-pong slots (spec.strategy.blueGreen.pingPong): the slot a revision's pods
+ * run in, on its pod template from creation. Not part of the pod-template hash,
+ * so an undo to the same template finds its ReplicaSet in whichever slot.
+ */
+export const LABEL_SLOT = 'teal.dev/slot';
+export const SLOTS = ['ping', 'pong'] as const;
+export type Slot = (typeof SLOTS)[number];

@@ -188,6 +188,35 @@ export const BlueGreenSchema = z.strictObject({
   postPromotionAnalysis: AnalysisSchema.optional().describe(
     'Checks the new revision must pass once active (Argo Rollouts: the same field). The previous revision stays up until they pass; a failure switches the active Service back to it.',
   ),
+  pingPong: z
+    .strictObject({
+      pingService: serviceName.describe('The Service of the ping slot: Teal owns it; it selects the ping slot pods.'),
+      pongService: serviceName.describe('The Service of the pong slot: Teal owns it; it selects the pong slot pods.'),
+    })
+    .optional()
+    .describe(
+      "Ping-pong slots (Argo Rollouts: canary.pingPong, the same shape): each new revision runs in the idle slot, its pods matching that slot's Service from creation, and the switch moves trafficRouting's weights between the two. Needs trafficRouting.",
+    ),
+  trafficRouting: z
+    .strictObject({
+      gatewayAPI: z
+        .strictObject({
+          httpRoute: matches(253, DNS1123_SUBDOMAIN, 'httpRoute must be an object name').describe(
+            "The HTTPRoute (gateway.networking.k8s.io/v1) in the App's namespace.",
+          ),
+          rule: z
+            .int()
+            .min(0)
+            .max(15)
+            .default(0)
+            .describe('The index of the rule whose backendRefs name the ping and pong Services.'),
+        })
+        .describe(
+          "The switch is one write of this route's backendRefs weights (ping/pong 100/0 to 0/100); Teal waits for Accepted and ResolvedRefs at the new generation before it counts the switch done.",
+        ),
+    })
+    .optional()
+    .describe('Where the switch between the ping-pong slots happens. Needs pingPong.'),
 });
 
 export const StrategySchema = z.strictObject({ blueGreen: BlueGreenSchema.prefault({}) });
@@ -502,6 +531,12 @@ export const AppStatusSchema = z.strictObject({
   active: RevisionStatusSchema.optional(),
   preview: RevisionStatusSchema.optional(),
   stable: RevisionStatusSchema.optional(),
+  stablePingPong: z
+    .enum(['ping', 'pong'])
+    .optional()
+    .describe(
+      'Ping-pong slots: the slot the route sends all traffic to (Argo Rollouts: status.canary.stablePingPong).',
+    ),
   history: z.array(HistoryEntrySchema).optional(),
   promotion: PromotionStatusSchema.optional(),
   abort: AbortStatusSchema.optional(),

@@ -21,6 +21,7 @@ import type { EventRecorder } from './events.ts';
 import { ActionFailed, NotLeaderError } from './executor.ts';
 import type { Metrics } from './metrics.ts';
 import { Reconciler, type SourceView } from './reconciler.ts';
+import { RouteCache } from './routes.ts';
 
 export interface AppControllerOptions {
   kubeConfig: KubeConfig;
@@ -54,6 +55,12 @@ function appChanged(old: CachedApp, next: CachedApp): boolean {
     JSON.stringify(old.metadata.annotations) !== JSON.stringify(next.metadata.annotations) ||
     JSON.stringify(old.metadata.finalizers) !== JSON.stringify(next.metadata.finalizers)
   );
+}
+
+/** Whether a cached App switches through this HTTPRoute (its spec as cached: not validated yet). */
+function namesRoute(app: CachedApp, route: string): boolean {
+  const spec = app.spec as { strategy?: { blueGreen?: { trafficRouting?: { gatewayAPI?: { httpRoute?: unknown } } } } };
+  return spec?.strategy?.blueGreen?.trafficRouting?.gatewayAPI?.httpRoute === route;
 }
 
 /** A conflict means the cache was behind a write: the retry sees the new state, so it is no news. */
@@ -91,6 +98,8 @@ function makeSender(client: ClusterClient, enqueue: (key: string) => void, optio
 
 export class AppController {
   readonly caches: Caches;
+  /** The HTTPRoutes of ping-pong Apps: apart from caches, started by the first App that names one. */
+  private readonly routes: RouteCache;
   private readonly options: AppControllerOptions;
   private readonly reconciler: Reconciler;
   private readonly runner: AnalysisRunner;
@@ -134,7 +143,18 @@ export class AppController {
       onDropped: (n) => options.metrics?.notifications.inc({ type: 'any', trigger: 'any', result: 'dropped' }, n),
     });
     this.memory = new AppMemory([options.sources, this.runner, this.sender]);
+    this.routes = new RouteCache({
+      kubeConfig: options.kubeConfig,
+      namespaces: options.namespaces,
+      logger: options.logger,
+      changed: (namespace, name) => {
+        for (const app of this.caches.apps.listByNamespace(namespace)) {
+          if (namesRoute(app, name)) enqueue(`${namespace}/${app.metadata.name}`);
+        }
+      },
+    });
     this.reconciler = new Reconciler({
+      routes: this.routes,
       notifier,
       memory: this.memory,
       caches: this.caches,
@@ -315,5 +335,6 @@ export class AppController {
 
   stopCaches(): void {
     for (const informer of Object.values(this.caches)) informer.stop();
+    this.routes.stop();
   }
 }

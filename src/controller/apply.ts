@@ -15,6 +15,7 @@ import {
 import { API_VERSION, APP_API, type AppStatus, KIND } from '../app/schema.ts';
 import { apiStatusOf, ignoreNotFound } from '../kube/errors.ts';
 import { LABEL_CONFIG_COPY } from '../rollout/config-refs.ts';
+import { ROUTE_GROUP, ROUTE_PLURAL, ROUTE_VERSION } from '../rollout/route.ts';
 
 export const FIELD_MANAGER = 'teal';
 
@@ -42,6 +43,22 @@ export class Writer {
     await this.apps.patchNamespacedReplicaSet(
       { namespace, name, body: patch, fieldManager: FIELD_MANAGER },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+  }
+
+  /** A JSON Patch of an HTTPRoute (rollout/route.ts routePatch: tested, weights only). */
+  async patchRoute(namespace: string, name: string, ops: readonly object[]): Promise<void> {
+    await this.custom.patchNamespacedCustomObject(
+      {
+        group: ROUTE_GROUP,
+        version: ROUTE_VERSION,
+        plural: ROUTE_PLURAL,
+        namespace,
+        name,
+        body: ops,
+        fieldManager: FIELD_MANAGER,
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
     );
   }
 

@@ -4,7 +4,7 @@
 // ActionFailed that names the object and carries the API server's answer, so
 // the App's status can say what went wrong.
 import type { Logger } from 'pino';
-import { ANN_SCALE_DOWN_AT, FINALIZER } from '../app/labels.ts';
+import { ANN_SCALE_DOWN_AT, FINALIZER, LABEL_SLOT } from '../app/labels.ts';
 import type { BuildAction } from '../build/plan.ts';
 import { errorMessage, ignoreNotFound } from '../kube/errors.ts';
 import type { RolloutAction } from '../rollout/cluster-actions.ts';
@@ -82,6 +82,7 @@ export type ExecutorClient = Pick<
   ClusterClient,
   | 'apply'
   | 'patchReplicaSet'
+  | 'patchRoute'
   | 'deleteReplicaSet'
   | 'readConfigSource'
   | 'createOnce'
@@ -156,6 +157,11 @@ const ACTIONS: ActionTable = {
       ),
     write: ({ client }, a) => client.apply(a.manifest),
   },
+  patchRoute: {
+    describe: (t, a) => `switching HTTPRoute ${t.namespace}/${a.name} to slot ${a.to}`,
+    log: (log, a) => log.info({ httpRoute: a.name, to: a.to }, 'switching HTTPRoute weights'),
+    write: ({ target, client }, a) => client.patchRoute(target.namespace, a.name, a.ops),
+  },
   createJob: {
     describe: (t, a) => `creating build Job ${t.namespace}/${a.manifest.metadata.name}`,
     log: (log, a) =>
@@ -216,10 +222,13 @@ const handlerOf = (action: ClusterAction): ActionHandler<ClusterAction> => ACTIO
 /** What an action does, in words: for logs and for the status message when it fails. */
 export const describe = (target: Target, action: ClusterAction): string => handlerOf(action).describe(target, action);
 
-/** The merge patch for a ReplicaSet's size and its scale-down mark. */
+/** The merge patch for a ReplicaSet's size, its scale-down mark, and (ping-pong) the slot of its new pods. */
 function replicaSetPatch(action: ActionOf<'patchReplicaSet'>) {
+  const template =
+    action.slot !== undefined ? { template: { metadata: { labels: { [LABEL_SLOT]: action.slot } } } } : {};
+  const replicas = action.replicas !== undefined ? { replicas: action.replicas } : {};
   return {
-    ...(action.replicas !== undefined ? { spec: { replicas: action.replicas } } : {}),
+    ...(action.replicas !== undefined || action.slot !== undefined ? { spec: { ...replicas, ...template } } : {}),
     ...(action.scaleDownAt !== undefined
       ? { metadata: { annotations: { [ANN_SCALE_DOWN_AT]: action.scaleDownAt } } }
       : {}),

@@ -61,6 +61,7 @@ import type { EventRecorder } from './events.ts';
 import { type ClusterAction, Executor, type ExecutorClient, NotLeaderError, type Target } from './executor.ts';
 import type { Metrics } from './metrics.ts';
 import { countTransitions } from './reconcile-metrics.ts';
+import type { RouteCache } from './routes.ts';
 import { failedSummary } from './summary.ts';
 
 /** What the git poller knows of each App's source (see controller/sources.ts). */
@@ -114,6 +115,8 @@ export interface ReconcilerOptions {
   logger: Logger;
   /** Checked before every write for the App: only the holder of its Lease (its shard's, if sharded) writes. */
   canWrite: (appKey: string) => boolean;
+  /** The HTTPRoutes ping-pong Apps switch through (started when the first one asks). */
+  routes?: Pick<RouteCache, 'lookup'>;
   /** Adds the notifications of each status write to it, and sends them once it has landed (src/notify). */
   notifier?: Pick<Notifier, 'prepare' | 'landed'>;
   /** What this replica keeps per App, the sources', analysis' and notifications' included: forgotten when the App goes. */
@@ -137,6 +140,8 @@ interface Reconciliation {
   /** Recorded once that status has landed. */
   events: PlannerEvent[];
   observed: Observed;
+  /** Ping-pong: the route cache's first list is under way; the rollout waits for it. */
+  routeSyncing?: boolean;
   intents: readonly Intent[];
   build?: BuildPlan;
   sourceFailure?: string;
@@ -160,6 +165,8 @@ interface Configuration {
 const CATCH_UP_POLL_MS = 50;
 /** How long it waits for the cache to show that App before planning anyway. */
 const CATCH_UP_MAX_MS = 5_000;
+/** How often a ping-pong App looks again while the route cache makes its first list. */
+const ROUTE_SYNC_POLL_MS = 250;
 
 export class Reconciler {
   private readonly o: ReconcilerOptions;
@@ -262,6 +269,9 @@ export class Reconciler {
   /** What the cluster holds for the App, the intents on it, and the values Teal had to ignore. */
   private async observe(r: Reconciliation, app: App): Promise<Result> {
     r.observed = this.observed(app);
+    const routing = this.routing(app);
+    if (routing === 'syncing') r.routeSyncing = true;
+    else if (routing) r.observed.routing = routing;
     const read = readIntents(r.cached.metadata.annotations, `App ${app.metadata.name}`);
     r.intents = read.intents;
     await this.reportValueProblems(r, read.problems);
@@ -305,6 +315,7 @@ export class Reconciler {
 
   /** Blue/green: the planner's ReplicaSet and Service writes, then its status. */
   private async rollout(r: Reconciliation, app: App): Promise<Result> {
+    if (r.routeSyncing) return { requeueAfterMs: ROUTE_SYNC_POLL_MS };
     const sourced = { ...app, status: r.status };
     const config = await this.configuration(r, app);
     if (config.configured.problems.length > 0) {
@@ -586,7 +597,15 @@ export class Reconciler {
   private async reportValueProblems(r: Reconciliation, appProblems: readonly ValueProblem[]): Promise<void> {
     const { key, cached, observed } = r;
     const { jobs, pods } = this.buildObjects(key, r.target.namespace);
-    const objects = [...observed.replicaSets, observed.activeService, observed.previewService, ...jobs, ...pods];
+    const slots = Object.values(observed.slotServices ?? {});
+    const objects = [
+      ...observed.replicaSets,
+      observed.activeService,
+      observed.previewService,
+      ...slots,
+      ...jobs,
+      ...pods,
+    ];
     const readRefresh = readRefreshRequest(cached.metadata.annotations, `App ${cached.metadata.name}`);
     const problems = [...appProblems, ...readRefresh.problems, ...objects.flatMap((o) => o?.problems ?? [])];
     const current = new Map(problems.map((p) => [`${p.reason}: ${p.message}`, p]));
@@ -646,12 +665,24 @@ export class Reconciler {
     const key = `${namespace}/${app.metadata.name}`;
     const service = (role: 'active' | 'preview') => caches.services.get(namespace, serviceName(app, role))?.value;
     const [activeService, previewService] = [service('active'), service('preview')];
+    const pingPong = app.spec.strategy.blueGreen.pingPong;
+    const slot = (name: string) => caches.services.get(namespace, name)?.value;
+    const [ping, pong] = pingPong ? [slot(pingPong.pingService), slot(pingPong.pongService)] : [];
     return {
       replicaSets: caches.replicaSets.byIndex(APPS_INDEX, key).map((c) => c.value),
       analysisJobs: caches.analysisJobs.byIndex(APPS_INDEX, key).map((c) => c.value),
       ...(activeService ? { activeService } : {}),
       ...(previewService ? { previewService } : {}),
+      ...(pingPong ? { slotServices: { ...(ping ? { ping } : {}), ...(pong ? { pong } : {}) } } : {}),
     };
+  }
+
+  /** Ping-pong: the route the App names, from the route cache (started by the first App that asks). */
+  private routing(app: App): Observed['routing'] | 'syncing' | undefined {
+    const gatewayAPI = app.spec.strategy.blueGreen.trafficRouting?.gatewayAPI;
+    if (!gatewayAPI || !app.spec.strategy.blueGreen.pingPong) return undefined;
+    if (!this.o.routes) return { unavailable: 'this operator does not read HTTPRoutes' };
+    return this.o.routes.lookup(app.metadata.namespace ?? '', gatewayAPI.httpRoute);
   }
 
   /** A deleted App: give adopted Services their selectors back, then let it go. */

@@ -80,6 +80,8 @@ export interface InformerOptions<T extends KubeObjectLike> {
   backoff?: { initialMs?: number; maxMs?: number };
   /** A watch that stayed up this long resets the backoff. Default 10 s. */
   healthyWatchMs?: number;
+  /** Told of each failed list before its retry (e.g. a 404: the resource is not served, its CRD absent). */
+  onListError?: (err: unknown) => void;
 }
 
 export interface DeleteInfo {
@@ -223,6 +225,7 @@ export class Informer<T extends KubeObjectLike> {
   private readonly backoffInitialMs: number;
   private readonly backoffMaxMs: number;
   private readonly healthyWatchMs: number;
+  private readonly onListError: ((err: unknown) => void) | undefined;
 
   private readonly items = new Map<string, T>();
   private readonly byNamespace = new Buckets<T>(keyOf);
@@ -248,6 +251,7 @@ export class Informer<T extends KubeObjectLike> {
     this.backoffInitialMs = options.backoff?.initialMs ?? 200;
     this.backoffMaxMs = options.backoff?.maxMs ?? 30_000;
     this.healthyWatchMs = options.healthyWatchMs ?? 10_000;
+    this.onListError = options.onListError;
   }
 
   // --- lifecycle ---
@@ -448,6 +452,7 @@ export class Informer<T extends KubeObjectLike> {
           const retryAfter = err instanceof HttpError ? (err.retryAfterMs ?? 0) : 0;
           const delay = Math.max(retryAfter, this.backoffMs(failures++));
           this.log?.warn({ err, path: this.path, delayMs: Math.round(delay) }, 'informer list failed; retrying');
+          this.onListError?.(err);
           await sleep(delay, undefined, { signal });
           continue;
         }

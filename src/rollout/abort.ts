@@ -5,6 +5,7 @@
 import { activeManifest, activeServiceName } from './active-service.ts';
 import { cancelRunning } from './analysis-gate.ts';
 import { appendHistory, historyEntry } from './history.ts';
+import { isPingPong, routeTo } from './ping-pong.ts';
 import { type Desired, emit, type Planner, type Progress, type Rollout } from './planner.ts';
 import { isRolledBackFrom, stableToReturnTo } from './predicates.ts';
 import { EventReason as ER } from './reasons.ts';
@@ -49,8 +50,11 @@ export function aborted(p: Planner, r: Rollout, desired: Desired): Progress {
   const by = p.status.abort?.by;
   cancelRunning(p, 'pre', `revision ${desired.number} was aborted by ${by}`);
   cancelRunning(p, 'post', `revision ${desired.number} was aborted by ${by}`);
-  if (desired.hash === r.activeHash && !rollBack(p, r, desired)) {
-    return { phase: 'Degraded', message: abortMessage(p, desired) };
+  if (desired.hash === r.activeHash) {
+    const back = rollBack(p, r, desired);
+    if (back === false) return { phase: 'Degraded', message: abortMessage(p, desired) };
+    // Ping-pong: the route goes back first; the aborted revision stays up until it has.
+    if (back !== true) return { ...back, phase: 'Degraded', message: `${abortMessage(p, desired)}; ${back.message}` };
   }
   const rs = r.byHash.get(desired.hash);
   const delay = p.app.spec.strategy.blueGreen.abortScaleDownDelaySeconds;
@@ -105,14 +109,16 @@ function failedChecks(p: Planner, desired: Desired): Pick<Progress, 'checks'> {
 }
 
 /**
- * Points the active Service back at the stable revision: the abort of a
+ * Points the active Service (ping-pong: the route first) back at the stable revision: the abort of a
  * revision awaiting its post-promotion checks. False when there is no stable
  * revision up to return to (the abort stands; nothing moves).
  */
-function rollBack(p: Planner, r: Rollout, desired: Desired): boolean {
+function rollBack(p: Planner, r: Rollout, desired: Desired): boolean | Progress {
   const { status, app } = p;
   const rs = stableToReturnTo(status, desired.hash, r.activeHash, r.byHash.values());
   if (!rs) return false;
+  const routing = routeTo(p, r, rs, rs.revision);
+  if (routing) return routing;
   p.actions.push({ kind: 'applyService', role: 'active', manifest: activeManifest(p, rs.hash) });
   emit(p, {
     type: 'Warning',
@@ -120,6 +126,7 @@ function rollBack(p: Planner, r: Rollout, desired: Desired): boolean {
     message: `active Service ${activeServiceName(p)} switched back to stable revision ${rs.revision} (was ${desired.number})`,
   });
   status.active = revisionStatus(app, rs);
+  if (rs.slot && isPingPong(p)) status.stablePingPong = rs.slot;
   const abort = status.abort;
   status.history = appendHistory(status.history, historyEntry(rs, p.now, abort?.by ?? 'teal', 'abort'));
   r.activeHash = rs.hash;

@@ -35,6 +35,16 @@ import { replicaCounts } from './counts.ts';
 import { appendHistory, historyEntry, replicaSetsToDelete, revisionNumberFor } from './history.ts';
 import { isAvailableAt, isFullyAvailable, type ObservedReplicaSet } from './observed.ts';
 import {
+  freeSlot,
+  isPingPong,
+  placeInSlot,
+  reconcileRoute,
+  reconcileSlotServices,
+  routeProblems,
+  routeTo,
+  slotFor,
+} from './ping-pong.ts';
+import {
   condition,
   type Desired,
   emit,
@@ -87,6 +97,8 @@ export function plan(input: PlanInput & RestartObserved): Plan {
   };
   const analysis = analysisSpecs(app, input.analysis);
   const problems = [...specProblems(app, input.buildDefaults), ...analysis.problems];
+  // The route is read only for a spec that names it right.
+  if (problems.length === 0) problems.push(...routeProblems(p));
   if (problems.length > 0) return planInvalid(app.status, p.generation, problems, input.now);
   p.runs = analysis.runs;
   condition(p, 'InvalidSpec', 'False', CR.Valid);
@@ -143,7 +155,9 @@ function rollout(p: Planner, pods: readonly ObservedPod[] | undefined): Rollout 
   dropStaleMarks(p, r);
   cancelStaleRuns(p, r.desired);
   const lostCopies = repairConfigCopies(p);
+  reconcileSlotServices(p);
   let progress = reconcileDesired(p, r);
+  reconcileRoute(p, r);
   reconcileActiveReplicaSet(p, r);
   progress = restartPods(p, r, progress, pods);
   previewStatus(p, r, progress);
@@ -313,7 +327,7 @@ function steady(p: Planner, r: Rollout, desired: Desired): Progress {
   if (gate.state === 'failed') return abortForChecks(p, r, desired, 'post', gate.message);
   const rs = r.byHash.get(desired.hash);
   if (!rs) {
-    createReplicaSet(p, desired, r.replicas, 'recreated: the active revision had no ReplicaSet');
+    createReplicaSet(p, r, desired, r.replicas, 'recreated: the active revision had no ReplicaSet');
     return {
       checks,
       phase: 'Progressing',
@@ -348,16 +362,19 @@ function steady(p: Planner, r: Rollout, desired: Desired): Progress {
 /** A revision on its way to active: created, previewed, paused for promotion, promoted, switched. */
 function release(p: Planner, r: Rollout, desired: Desired): Progress {
   const { status } = p;
-  const rs = r.byHash.get(desired.hash);
-  const fastTrack = isFastTracked(status, desired.hash, rs, r.activeHash, p.nowMs);
-  const inPreview = fastTrack ? {} : { previewHash: desired.hash, ...(rs ? { previewRS: rs } : {}) };
+  const found = r.byHash.get(desired.hash);
+  const fastTrack = isFastTracked(status, desired.hash, found, r.activeHash, p.nowMs);
+  const inPreview = fastTrack ? {} : { previewHash: desired.hash, ...(found ? { previewRS: found } : {}) };
 
-  if (!rs) {
+  if (!found) {
     const promoting = fastTrack || isPromotionRequested(status, desired.hash);
     const what = !r.activeHash ? 'first release' : fastTrack ? 'fast track' : promoting ? 'promoted' : 'preview';
-    createReplicaSet(p, desired, promoting ? r.replicas : r.previewCount, what);
-    return { ...inPreview, ...waitingFor(desired, undefined, promoting ? 'full' : 'preview', r) };
+    const busy = createReplicaSet(p, r, desired, promoting ? r.replicas : r.previewCount, what);
+    return { ...inPreview, ...(busy ?? waitingFor(desired, undefined, promoting ? 'full' : 'preview', r)) };
   }
+  const placing = placeInSlot(p, r, found, desired.number);
+  if (placing) return { ...inPreview, ...placing };
+  const rs = r.byHash.get(desired.hash) ?? found;
   const previewReady = isAvailableAt(rs, r.previewCount);
   // Measured even while paused: a pause holds the release, not its checks.
   const gate = prePromotionGate(p, desired, previewReady, fastTrack);
@@ -385,6 +402,9 @@ function release(p: Planner, r: Rollout, desired: Desired): Progress {
   if (!isFullyAvailable(rs, r.replicas)) {
     return { ...inPreview, checks, previewReady, ...waitingFor(desired, rs, 'full', r) };
   }
+  // Ping-pong: the route moves first, and the switch counts once the gateway has taken it.
+  const routing = routeTo(p, r, rs, desired.number);
+  if (routing) return { ...inPreview, checks, previewReady, ...routing };
   switchActive(p, r, rs);
   if (isAwaitingPostChecks(status, desired.hash)) {
     const message = status.postPromotionAnalysis?.message ?? '';
@@ -555,13 +575,20 @@ function scaleDownOthers(p: Planner, r: Rollout): void {
   for (const rs of deleted) p.actions.push({ kind: 'deleteReplicaSet', name: rs.name });
 }
 
-/** The revision's ConfigMap and Secret copies exist before its ReplicaSet, so its pods start with them. */
-function createReplicaSet(p: Planner, desired: Desired, size: number, what: string): void {
+/**
+ * The revision's ConfigMap and Secret copies exist before its ReplicaSet, so its pods start with them.
+ * Ping-pong: in its slot, once no other revision's pods are there (else where that stands).
+ */
+function createReplicaSet(p: Planner, r: Rollout, desired: Desired, size: number, what: string): Progress | undefined {
+  const slot = isPingPong(p) ? slotFor(p, r, desired.hash) : undefined;
+  const busy = slot ? freeSlot(p, r, slot, desired.hash, desired.number) : undefined;
+  if (busy) return busy;
   const owner = ownerReference(p.app);
   for (const copy of desired.copies ?? []) {
     p.actions.push({ kind: 'createConfigCopy', copy, app: p.app.metadata.name, owner });
   }
-  createReplicaSetOnly(p, desired, size, what);
+  createReplicaSetOnly(p, desired, size, what, slot);
+  return undefined;
 }
 
 /** Conditions, phase and message, most severe first. */
@@ -675,6 +702,7 @@ function recordActivation(
   const skipped =
     isSkippingChecks(status, rs.hash) && (p.runs.post !== undefined || (p.runs.pre !== undefined && !prePassed));
   status.active = revisionStatus(app, rs);
+  if (rs.slot && isPingPong(p)) status.stablePingPong = rs.slot;
   if (!postChecks) status.stable = revisionStatus(app, rs);
   const entry = historyEntry(rs, p.now, by, via);
   status.history = appendHistory(status.history, skipped ? { ...entry, checksSkipped: true } : entry);
@@ -715,7 +743,7 @@ function previewStatus(p: Planner, r: Rollout, progress: Progress): void {
 }
 
 /** The clock runs per stage, and only while waiting for pods, never while waiting for promotion. */
-function progressDeadline(p: Planner, desired: Desired | undefined, waiting: 'preview' | 'full' | undefined): void {
+function progressDeadline(p: Planner, desired: Desired | undefined, waiting: Progress['waiting']): void {
   const { status, app } = p;
   if (!desired || !waiting) {
     delete status.progress;
@@ -729,7 +757,8 @@ function progressDeadline(p: Planner, desired: Desired | undefined, waiting: 'pr
   }
   const deadline = (parseTime(status.progress.since) ?? p.nowMs) + app.spec.progressDeadlineSeconds * 1000;
   if (p.nowMs >= deadline) {
-    const message = `revision ${desired.number} did not become available within progressDeadlineSeconds (${app.spec.progressDeadlineSeconds}s)`;
+    const what = waiting === 'route' ? 'was not switched to by the HTTPRoute' : 'did not become available';
+    const message = `revision ${desired.number} ${what} within progressDeadlineSeconds (${app.spec.progressDeadlineSeconds}s)`;
     const before = status.conditions?.find((c) => c.type === 'ProgressDeadlineExceeded');
     if (before?.status !== 'True') emit(p, { type: 'Warning', reason: ER.ProgressDeadlineExceeded, message });
     condition(p, 'ProgressDeadlineExceeded', 'True', CR.ProgressDeadlineExceeded, message);

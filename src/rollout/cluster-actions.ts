@@ -5,22 +5,27 @@
 import type { ArgSource, Builtins } from '../analysis/args.ts';
 import type { MeasureAction } from '../analysis/run.ts';
 import type { Check } from '../app/analysis-schema.ts';
+import type { Slot } from '../app/labels.ts';
 import type { OwnerReference } from '../app/owner.ts';
 import type { AnalysisKind } from '../app/schema.ts';
 import type { ConfigCopy, ConfigKind } from './config-refs.ts';
 import type { ReplicaSetManifest } from './replicaset.ts';
+import type { JsonPatchOp } from './route.ts';
 import type { ServiceManifest, ServiceRole } from './service.ts';
 
 /** Writes to ReplicaSets and Services: what the blue/green planner decides. */
 export type RolloutAction =
   | { kind: 'createReplicaSet'; manifest: ReplicaSetManifest }
-  | { kind: 'patchReplicaSet'; name: string; replicas?: number; scaleDownAt?: string | null }
+  /** slot: ping-pong, the slot its pod template puts new pods in (only while it has none). */
+  | { kind: 'patchReplicaSet'; name: string; replicas?: number; scaleDownAt?: string | null; slot?: Slot }
   | { kind: 'deleteReplicaSet'; name: string }
   /** Before the ReplicaSet that references it: read from its source, checked against the digest it is named after. */
   | { kind: 'createConfigCopy'; copy: ConfigCopy; app: string; owner: OwnerReference }
   /** With the last ReplicaSet that referenced it (config-refs.ts copiesFreedBy). */
   | { kind: 'deleteConfigCopy'; copyKind: ConfigKind; name: string; appUid: string }
-  | { kind: 'applyService'; role: ServiceRole; manifest: ServiceManifest }
+  | { kind: 'applyService'; role: ServiceRole | Slot; manifest: ServiceManifest }
+  /** Ping-pong: the switch, one JSON Patch of the weights of the slot Services' backendRefs (route.ts routePatch). */
+  | { kind: 'patchRoute'; name: string; to: Slot; ops: JsonPatchOp[] }
   | { kind: 'deleteAnalysisJob'; name: string; why: string }
   /** restart: a pod of the active revision, through the Eviction API (restart.ts); a refusal (429) is no failure. */
   | { kind: 'evictPod'; name: string; why: string };

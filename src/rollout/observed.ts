@@ -26,9 +26,13 @@ import {
   ANN_SCALE_DOWN_AT,
   LABEL_APP,
   LABEL_HASH,
+  LABEL_SLOT,
   NO_REVISION,
+  SLOTS,
+  type Slot,
 } from '../app/labels.ts';
 import { ANN_CONFIG_COPIES, parseCopies } from './config-refs.ts';
+import type { ObservedRoute } from './route.ts';
 
 export interface ObservedReplicaSet extends ObjectRef {
   app: string;
@@ -49,6 +53,8 @@ export interface ObservedReplicaSet extends ObjectRef {
   deleting: boolean;
   /** The ConfigMap and Secret copies its template references ("configmap/NAME"), for their clean-up. */
   copies?: string[];
+  /** Ping-pong: the slot its pod template puts its pods in (LABEL_SLOT), if it reads as one. */
+  slot?: Slot;
   /** Labels and annotations that were ignored, and why. */
   problems?: ValueProblem[];
 }
@@ -70,6 +76,10 @@ export interface Observed {
   previewService?: ObservedService;
   /** The App's analysis Jobs: one per job-check measurement. */
   analysisJobs?: readonly AnalysisJobRef[];
+  /** Ping-pong: the Services of the two slots, as the cache holds them. */
+  slotServices?: Partial<Record<Slot, ObservedService>>;
+  /** Ping-pong: the HTTPRoute the App names (route.ts), or why it cannot be read. */
+  routing?: { route?: ObservedRoute; unavailable?: string };
 }
 
 type Raw<Spec> = {
@@ -94,7 +104,11 @@ type Raw<Spec> = {
 };
 
 const time = (t: string | Date | undefined): string => (t instanceof Date ? t.toISOString() : (t ?? ''));
-type RawReplicaSet = Raw<{ replicas?: number; selector?: { matchLabels?: Record<string, string> } }>;
+type RawReplicaSet = Raw<{
+  replicas?: number;
+  selector?: { matchLabels?: Record<string, string> };
+  template?: { metadata?: { labels?: Record<string, string> } };
+}>;
 type RawService = Raw<{ selector?: Record<string, string> }>;
 
 const controllerUid = (raw: Raw<unknown>): string | undefined =>
@@ -118,11 +132,13 @@ export function observeReplicaSet(raw: unknown): ObservedReplicaSet | undefined 
   const image = read.annotation(annotations, ANN_IMAGE, imageReference) ?? '';
   const ownerUid = controllerUid(rs);
   const copies = parseCopies(annotations?.[ANN_CONFIG_COPIES]);
+  const slot = read.label(rs.spec?.template?.metadata?.labels, LABEL_SLOT, slotName);
   return {
     ...ref,
     app,
     hash,
     ...(copies.length > 0 ? { copies } : {}),
+    ...(slot ? { slot } : {}),
     revision,
     image,
     ...(commit ? { commit } : {}),
@@ -139,6 +155,11 @@ export function observeReplicaSet(raw: unknown): ObservedReplicaSet | undefined 
     ...read.found(),
   };
 }
+
+const slotName = {
+  expected: `one of ${SLOTS.join(', ')}`,
+  parse: (v: string): Slot | undefined => SLOTS.find((s) => s === v),
+};
 
 export function observeService(raw: unknown): ObservedService | undefined {
   const svc = raw as RawService;

@@ -8,6 +8,7 @@ import type { AnalysisTemplateSpec, Check } from '../app/analysis-schema.ts';
 import { setCondition } from '../app/conditions.ts';
 import type { PlannerEvent } from '../app/event.ts';
 import type { Intent } from '../app/intents.ts';
+import type { Slot } from '../app/labels.ts';
 import type { AnalysisKind, App, AppStatus, Condition, ConditionType, Phase } from '../app/schema.ts';
 import type { BuildDefaults } from '../build/registry.ts';
 import type { MeasureRequest, RolloutAction } from './cluster-actions.ts';
@@ -84,6 +85,8 @@ export interface Planner {
   /** The checks of each kind the spec asks for, with their templates' metrics in. */
   runs: { pre?: RunSpec; post?: RunSpec };
   measure: MeasureRequest[];
+  /** Ping-pong: the slot a switch under way in this plan goes to (ping-pong.ts routeTo); the route is its. */
+  switching?: Slot;
 }
 
 /** What one reconcile knows of the rollout, worked out by the first steps. */
@@ -102,8 +105,8 @@ export interface Rollout {
 export interface Progress {
   phase: Phase;
   message: string;
-  /** Waiting for pods: the preview at its size, or the promoted revision at full size. */
-  waiting?: 'preview' | 'full';
+  /** Waiting for pods (the preview at its size, the promoted revision at full size), or for the route's switch. */
+  waiting?: 'preview' | 'full' | 'route';
   /** The revision in preview: the preview Service selects it from the moment its ReplicaSet exists. */
   previewHash?: string;
   previewRS?: ObservedReplicaSet;

@@ -53,6 +53,13 @@ export const EventReason = {
   /** As the Deployment controller says it: a ReplicaSet's size changed, from and to, and why. */
   ScalingReplicaSet: 'ScalingReplicaSet',
   UndoEnded: 'UndoEnded',
+  // Ping-pong slots (ping-pong.ts).
+  /** The route's weights moved to a slot: a switch, or back to the serving slot. */
+  RouteSwitched: 'RouteSwitched',
+  /** Someone else changed the route's weights: Teal puts them back. */
+  RouteEdited: 'RouteEdited',
+  /** Someone else changed a slot Service: Teal puts it back. */
+  SlotServiceEdited: 'SlotServiceEdited',
   // A restart: asked for, then over (no pod older than it left, or the revision no longer active).
   RestartRequested: 'RestartRequested',
   Restarted: 'Restarted',

@@ -2,6 +2,7 @@
 // delay. Every change of size is an Event (from, to and why), as the
 // Deployment controller records ScalingReplicaSet.
 
+import type { Slot } from '../app/labels.ts';
 import type { ObservedReplicaSet } from './observed.ts';
 import { at, type Desired, emit, type Planner } from './planner.ts';
 import { scaleDownDeadline } from './predicates.ts';
@@ -13,13 +14,13 @@ import { replicaSetManifest } from './replicaset.ts';
  * up from 0), naming the revision, its image and what it is for: a second
  * Event saying "deployed" would tell the same story twice.
  */
-export function createReplicaSet(p: Planner, desired: Desired, size: number, what: string): void {
-  const manifest = replicaSetManifest(p.app, desired, desired.number, size);
+export function createReplicaSet(p: Planner, desired: Desired, size: number, what: string, slot?: Slot): void {
+  const manifest = replicaSetManifest(p.app, desired, desired.number, size, slot);
   p.actions.push({ kind: 'createReplicaSet', manifest });
   emit(p, {
     type: 'Normal',
     reason: ER.ScalingReplicaSet,
-    message: `Scaled up replica set ${manifest.metadata.name} from 0 to ${size}: revision ${desired.number} (${desired.image}), ${what}`,
+    message: `Scaled up replica set ${manifest.metadata.name} from 0 to ${size}: revision ${desired.number} (${desired.image}), ${what}${slot ? `, in slot ${slot}` : ''}`,
   });
 }
 

@@ -7,7 +7,9 @@ import {
   LABEL_APP,
   LABEL_HASH,
   LABEL_MANAGED_BY,
+  LABEL_SLOT,
   MANAGED_BY,
+  type Slot,
 } from '../app/labels.ts';
 import { ownerReference } from '../app/owner.ts';
 import type { App, RevisionStatus } from '../app/schema.ts';
@@ -49,7 +51,8 @@ export function revisionTemplate(
   return template;
 }
 
-export function replicaSetManifest(app: App, revision: Revision, number: number, replicas: number) {
+/** slot: ping-pong, the slot its pods run in, on the pod template only (not the selector, not the hash). */
+export function replicaSetManifest(app: App, revision: Revision, number: number, replicas: number, slot?: Slot) {
   const template = revisionTemplate(app, revision.image, revision.template);
   const selector = selectorLabels(app, revision.hash);
   return {
@@ -72,7 +75,7 @@ export function replicaSetManifest(app: App, revision: Revision, number: number,
       selector: { matchLabels: selector },
       template: {
         metadata: {
-          labels: { ...(template.metadata?.labels ?? {}), ...selector },
+          labels: { ...(template.metadata?.labels ?? {}), ...selector, ...(slot ? { [LABEL_SLOT]: slot } : {}) },
           ...(template.metadata?.annotations ? { annotations: template.metadata.annotations } : {}),
         },
         spec: template.spec,

@@ -9,13 +9,16 @@ import {
   LABEL_APP,
   LABEL_HASH,
   LABEL_MANAGED_BY,
+  LABEL_SLOT,
   MANAGED_BY,
   NO_REVISION,
+  type Slot,
 } from '../app/labels.ts';
 import { ownerReference } from '../app/owner.ts';
 import type { App } from '../app/schema.ts';
 import type { ObservedService } from './observed.ts';
 import { appContainerIndex } from './replicaset.ts';
+import { slotServiceName } from './route.ts';
 
 export type ServiceRole = 'active' | 'preview';
 
@@ -108,7 +111,33 @@ export function adoptedServiceManifest(app: App, service: ObservedService, hash:
   };
 }
 
-export type ServiceManifest = ReturnType<typeof ownedServiceManifest> | ReturnType<typeof adoptedServiceManifest>;
+/**
+ * The Service of a ping-pong slot, which Teal owns in full: a fixed selector
+ * on the slot label, so a revision's pods match it from creation (and a pod-aware
+ * load balancer's webhook injects its readiness gates into them).
+ */
+export function slotServiceManifest(app: App, slot: Slot) {
+  const labels = { [LABEL_APP]: app.metadata.name, [LABEL_MANAGED_BY]: MANAGED_BY, 'teal.dev/role': slot };
+  const selector: Record<string, string> = { [LABEL_APP]: app.metadata.name, [LABEL_SLOT]: slot };
+  const spec = { selector, ports: servicePorts(app) };
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: {
+      name: slotServiceName(app, slot),
+      namespace: app.metadata.namespace,
+      labels,
+      annotations: { [ANN_APPLIED]: applied({ labels, spec, owner: app.metadata.uid }) } as Record<string, string>,
+      ownerReferences: [ownerReference(app)],
+    },
+    spec,
+  };
+}
+
+export type ServiceManifest =
+  | ReturnType<typeof ownedServiceManifest>
+  | ReturnType<typeof adoptedServiceManifest>
+  | ReturnType<typeof slotServiceManifest>;
 
 /** Whether a Service was created by someone else and only adopted. */
 export function isAdopted(app: App, service: ObservedService): boolean {

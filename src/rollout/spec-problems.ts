@@ -22,5 +22,29 @@ export function specProblems(app: App, buildDefaults: BuildDefaults = {}): strin
   if (bg.previewReplicaCount !== undefined && bg.previewReplicaCount > app.spec.replicas && app.spec.replicas > 0) {
     problems.push('spec.strategy.blueGreen.previewReplicaCount: must not exceed spec.replicas');
   }
+  problems.push(...pingPongProblems(bg, [active, preview]));
+  return problems;
+}
+
+const BG = 'spec.strategy.blueGreen';
+
+/** Ping-pong slots and the route that switches between them come together (docs/blue-green.md). */
+function pingPongProblems(bg: App['spec']['strategy']['blueGreen'], others: string[]): string[] {
+  const { pingPong, trafficRouting } = bg;
+  if (pingPong && !trafficRouting?.gatewayAPI) {
+    return [`${BG}.pingPong: needs ${BG}.trafficRouting.gatewayAPI (the switch between the slots happens there)`];
+  }
+  if (trafficRouting?.gatewayAPI && !pingPong) {
+    return [`${BG}.trafficRouting.gatewayAPI: needs ${BG}.pingPong (its backendRefs are the ping and pong Services)`];
+  }
+  if (!pingPong) return [];
+  const problems: string[] = [];
+  if (pingPong.pingService === pingPong.pongService) {
+    problems.push(`${BG}.pingPong.pongService: must differ from pingService`);
+  }
+  for (const [field, name] of Object.entries(pingPong)) {
+    if (others.includes(name))
+      problems.push(`${BG}.pingPong.${field}: must differ from activeService and previewService`);
+  }
   return problems;
 }

@@ -14,13 +14,14 @@ import type { AnalysisTemplateSpec } from '../../src/app/analysis-schema.ts';
 import type { PlannerEvent } from '../../src/app/event.ts';
 import { podTemplateHash } from '../../src/app/hash.ts';
 import type { Intent } from '../../src/app/intents.ts';
-import { LABEL_HASH } from '../../src/app/labels.ts';
+import { LABEL_HASH, LABEL_SLOT, type Slot } from '../../src/app/labels.ts';
 import type { App, AppInput, AppStatus, Condition } from '../../src/app/schema.ts';
 import { validateApp } from '../../src/app/validate.ts';
 import { type Plan, plan } from '../../src/rollout/bluegreen.ts';
 import type { MeasureRequest, RolloutAction } from '../../src/rollout/cluster-actions.ts';
 import type { MissingCopy } from '../../src/rollout/config-refs.ts';
 import type { Observed, ObservedReplicaSet, ObservedService } from '../../src/rollout/observed.ts';
+import type { ObservedRoute } from '../../src/rollout/route.ts';
 import { imageApp } from '../fixtures/apps.ts';
 
 export const T0 = Date.parse('2026-11-21T10:00:00Z');
@@ -63,6 +64,13 @@ export class World {
   invalidTemplates = new Map<string, string>();
   /** Copies in use that someone deleted, as the reconciler finds them. */
   missingCopies: MissingCopy[] = [];
+  /** Ping-pong: the HTTPRoute as the route cache holds it, and why it cannot be read. */
+  route: ObservedRoute | undefined;
+  routeUnavailable: string | undefined;
+  /** The gateway does not take the route's new generation (Accepted/ResolvedRefs stay behind). */
+  gatewayStuck = false;
+  /** Every route write, in order: the slot each sent traffic to. */
+  routeWrites: Slot[] = [];
 
   constructor(app: App) {
     this.app = app;
@@ -98,7 +106,20 @@ export class World {
   observed(): Observed {
     const active = this.services.get('web');
     const preview = this.services.get('web-preview');
+    const pingPong = this.app.spec.strategy.blueGreen.pingPong;
+    const [ping, pong] = pingPong
+      ? [this.services.get(pingPong.pingService), this.services.get(pingPong.pongService)]
+      : [];
     return {
+      ...(pingPong ? { slotServices: { ...(ping ? { ping } : {}), ...(pong ? { pong } : {}) } } : {}),
+      ...(pingPong
+        ? {
+            routing: {
+              ...(this.route ? { route: structuredClone(this.route) } : {}),
+              ...(this.routeUnavailable ? { unavailable: this.routeUnavailable } : {}),
+            },
+          }
+        : {}),
       replicaSets: [...this.replicaSets.values()].map((rs) => ({ ...rs })),
       ...(active ? { activeService: active } : {}),
       ...(preview ? { previewService: preview } : {}),
@@ -192,7 +213,24 @@ export class World {
           readyReplicas: 0,
           availableReplicas: 0,
           deleting: false,
+          ...(m.spec.template.metadata.labels[LABEL_SLOT]
+            ? { slot: m.spec.template.metadata.labels[LABEL_SLOT] as Slot }
+            : {}),
         });
+        return;
+      }
+      case 'patchRoute': {
+        const route = this.route;
+        if (!route || route.name !== action.name) throw new Error(`patch of missing HTTPRoute ${action.name}`);
+        for (const op of action.ops) {
+          const [, , , rule, , index, field] = op.path.split('/');
+          const ref = route.rules[Number(rule)]?.backendRefs[Number(index)];
+          if (!ref) throw new Error(`patch of missing ${op.path}`);
+          if (op.op === 'test' && ref.name !== op.value) throw new Error(`test of ${op.path} failed`);
+          if (op.op === 'add' && field === 'weight') ref.weight = op.value as number;
+        }
+        route.generation += 1;
+        this.routeWrites.push(action.to);
         return;
       }
       case 'patchReplicaSet': {
@@ -200,6 +238,10 @@ export class World {
         if (!rs) throw new Error(`patch of missing ${action.name}`);
         if (action.replicas !== undefined && action.replicas !== rs.specReplicas) {
           rs.specReplicas = action.replicas;
+          rs.generation += 1;
+        }
+        if (action.slot !== undefined) {
+          rs.slot = action.slot;
           rs.generation += 1;
         }
         if (action.scaleDownAt === null) delete rs.scaleDownAt;
@@ -230,8 +272,12 @@ export class World {
     }
   }
 
-  /** The ReplicaSet controller and kubelets: pods appear and become available. */
+  /** The ReplicaSet controller and kubelets: pods appear and become available; the gateway takes the route. */
   settle(): void {
+    if (this.route && !this.gatewayStuck) {
+      const at = this.route.generation;
+      this.route.parents = this.route.parents.map(() => ({ accepted: at, resolvedRefs: at }));
+    }
     for (const rs of this.replicaSets.values()) {
       rs.observedGeneration = rs.generation;
       rs.replicas = rs.specReplicas;

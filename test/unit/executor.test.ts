@@ -39,6 +39,7 @@ function recordingClient(failing: readonly string[] = []) {
   const client = {
     apply: record('apply'),
     patchReplicaSet: record('patchReplicaSet'),
+    patchRoute: record('patchRoute'),
     deleteReplicaSet: record('deleteReplicaSet'),
     readConfigSource: async (...args: unknown[]) => {
       calls.push(`readConfigSource ${JSON.stringify(args)}`);

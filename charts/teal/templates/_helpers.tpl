@@ -89,6 +89,11 @@ app.kubernetes.io/part-of: teal
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch", "list", "watch"]
+# Ping-pong slots (blueGreen.trafficRouting.gatewayAPI): the HTTPRoutes Apps name, watched (with their
+# status: Accepted and ResolvedRefs) only once an App names one; the switch patches their weights.
+- apiGroups: ["gateway.networking.k8s.io"]
+  resources: ["httproutes"]
+  verbs: ["get", "list", "watch", "patch"]
 {{- end -}}
 
 {{/* The HTTP API authenticates and authorizes its callers through the API server. */}}
