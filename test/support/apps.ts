@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { V1ReplicaSet } from '@kubernetes/client-node';
 import type { Action } from '../../src/app/intents.ts';
 import { intentAnnotation } from '../../src/app/intents.ts';
-import { LABEL_APP, LABEL_HASH } from '../../src/app/labels.ts';
+import { LABEL_APP, LABEL_HASH, LABEL_SLOT } from '../../src/app/labels.ts';
 import { type AppInput, type AppStatus, GROUP, PLURAL, VERSION } from '../../src/app/schema.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { clients, kubectl, WAIT_MS, waitFor } from './kube.ts';
@@ -171,6 +171,54 @@ export async function watchActiveServices(
           );
         }
       });
+    },
+  );
+  return { violations, checks: () => checks, stop };
+}
+
+/**
+ * Invariant 1 for ping-pong Apps, checked at every change of an HTTPRoute in a
+ * namespace: a slot the route gives a weight to holds only ReplicaSets that are
+ * fully available (or none with pods). `slots` maps each slot Service to its App
+ * and slot; routes to other Services are not checked. An abort may point back at
+ * the stable slot while it is up: that is no exception here either.
+ */
+export async function watchRoutes(
+  namespace: string,
+  slots: Record<string, { app: string; slot: string }>,
+): Promise<{ violations: string[]; checks: () => number; stop: () => void }> {
+  const violations: string[] = [];
+  let checks = 0;
+  const seen = new Map<string, string>();
+  type Route = {
+    metadata?: { name?: string };
+    spec?: { rules?: { backendRefs?: { name?: string; weight?: number }[] }[] };
+  };
+  const stop = await watchChanges(
+    `/apis/gateway.networking.k8s.io/v1/namespaces/${namespace}/httproutes`,
+    {},
+    (type, route: Route) => {
+      if (type !== 'ADDED' && type !== 'MODIFIED') return;
+      const refs = (route.spec?.rules ?? []).flatMap((r) => r.backendRefs ?? []);
+      const served = refs.filter((b) => (b.weight ?? 1) > 0 && b.name && slots[b.name]).map((b) => slots[b.name ?? '']);
+      const key = JSON.stringify(served);
+      if (seen.get(route.metadata?.name ?? '') === key) return;
+      seen.set(route.metadata?.name ?? '', key);
+      for (const target of served) {
+        if (!target) continue;
+        checks += 1;
+        void replicaSetsOf(namespace, target.app).then((all) => {
+          const inSlot = all.filter((rs) => rs.spec?.template?.metadata?.labels?.[LABEL_SLOT] === target.slot);
+          for (const rs of inSlot) {
+            if ((rs.spec?.replicas ?? 0) === 0 && (rs.status?.replicas ?? 0) === 0) continue;
+            if (!fullyAvailable(rs)) {
+              violations.push(
+                `HTTPRoute ${route.metadata?.name} sent traffic to slot ${target.slot} while ReplicaSet ${rs.metadata?.name} there was ${JSON.stringify(rs.status)} of ${rs.spec?.replicas}`,
+              );
+            }
+          }
+        });
+      }
     },
   );
   return { violations, checks: () => checks, stop };
