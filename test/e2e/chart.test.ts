@@ -11,6 +11,7 @@ import { readCommandLine } from '../../src/config.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { CLUSTER_SCOPED, IN_APP_NAMESPACES, IN_OPERATOR_NAMESPACE, NEVER } from '../fixtures/operator-rbac.ts';
 import { createApp, getApp, releaseAndPromote } from '../support/apps.ts';
+import { installGatewayApi } from '../support/data-plane.ts';
 import { entrypointFlags } from '../support/dockerfile.ts';
 import { CHART, helm, helmErrors, render, serviceMonitorCrd } from '../support/helm.ts';
 import { canI, createNamespace, kubectl, serviceAccountKubeconfig } from '../support/kube.ts';
@@ -34,6 +35,8 @@ const configObjects = async (path: string) => parseManifests(await readFile(join
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'teal-chart-'));
+  // kubectl auth can-i resolves httproutes.gateway.networking.k8s.io only once the API server serves it.
+  await installGatewayApi();
 });
 
 afterAll(async () => {

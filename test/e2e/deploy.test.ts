@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { e2eApp } from '../fixtures/apps.ts';
 import { CLUSTER_SCOPED, IN_APP_NAMESPACES, IN_OPERATOR_NAMESPACE, NEVER } from '../fixtures/operator-rbac.ts';
 import { createApp, getApp, releaseAndPromote } from '../support/apps.ts';
+import { installGatewayApi } from '../support/data-plane.ts';
 import { canI, createNamespace, kubectl, serviceAccountKubeconfig } from '../support/kube.ts';
 import { find, type Manifest, operatorContainer, parseManifests, rulesOf } from '../support/manifests.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
@@ -32,6 +33,8 @@ async function kustomize(path: string): Promise<string> {
 const REVIEW_GROUPS = ['authentication.k8s.io', 'authorization.k8s.io'];
 
 beforeAll(async () => {
+  // kubectl auth can-i resolves httproutes.gateway.networking.k8s.io only once the API server serves it.
+  await installGatewayApi();
   dir = await mkdtemp(join(tmpdir(), 'teal-deploy-'));
 });
 
