@@ -135,7 +135,7 @@ export function execSleepSeconds(command: unknown): number | undefined {
   if (!Array.isArray(command) || !command.every((c) => typeof c === 'string')) return undefined;
   const words = command as string[];
   const line =
-    words.length === 3 && /(^|\/)(ba)?sh$/.test(words[0] ?? '') && words[1] === '-c' ? words[2] : words.join(' ');
+    words.length >= 3 && /(^|\/)(ba)?sh$/.test(words[0] ?? '') && words[1] === '-c' ? words[2] : words.join(' ');
   const match = /^\s*(?:\/\S*\/)?sleep\s+(\d+(?:\.\d+)?)s?\s*$/.exec(line ?? '');
   return match ? Number(match[1]) : undefined;
 }

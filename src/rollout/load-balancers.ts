@@ -69,10 +69,12 @@ export const GKE_NEG = 'cloud.google.com/neg';
  * pods name.
  */
 const AWS_GATE_PREFIX = 'target-health.elbv2.k8s.aws/';
+/** The gate prefix of the test harness's load balancer model, which the model takes from here (test/cluster/data-plane/lb-plan.ts). */
+export const LB_MODEL_GATE_PREFIX = 'target-health.lb-model.teal.dev/';
 export const LB_GATES: readonly { prefix: string; what: string }[] = [
   { prefix: AWS_GATE_PREFIX, what: 'the AWS Load Balancer Controller' },
   { prefix: 'cloud.google.com/load-balancer-neg-ready', what: 'GKE NEG' },
-  { prefix: 'target-health.lb-model.teal.dev/', what: "the test harness's load balancer model" },
+  { prefix: LB_MODEL_GATE_PREFIX, what: "the test harness's load balancer model" },
 ];
 
 const record = (value: unknown): Record<string, unknown> | undefined =>

@@ -185,6 +185,8 @@ describe('TEAL-DRAIN-001', () => {
     expect(execSleepSeconds(['sleep', '15'])).toBe(15);
     expect(execSleepSeconds(['/bin/sleep', '2.5'])).toBe(2.5);
     expect(execSleepSeconds(['sh', '-c', 'sleep 30'])).toBe(30);
+    // sh -c's further words are its $0 and arguments, not the script.
+    expect(execSleepSeconds(['sh', '-c', 'sleep 30', 'hook'])).toBe(30);
     expect(execSleepSeconds(['/bin/bash', '-c', ' sleep 5s '])).toBe(5);
     expect(execSleepSeconds(['sh', '-c', 'sleep 5 && kill 1'])).toBeUndefined();
     expect(execSleepSeconds(['nginx', '-s', 'quit'])).toBeUndefined();

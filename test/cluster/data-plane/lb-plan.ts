@@ -4,8 +4,11 @@
 // condition. Modelled on the AWS Load Balancer Controller in IP mode.
 import type { V1EndpointSlice, V1Pod } from '@kubernetes/client-node';
 
-/** The model's readiness-gate condition types: this prefix and the load balancer's name. */
-export const LB_GATE_PREFIX = 'target-health.lb-model.teal.dev/';
+/**
+ * The model's readiness-gate condition types: this prefix and the load balancer's name. It comes from
+ * the list of load balancers' gates of kubectl teal lint, which finds the model by its gate.
+ */
+export { LB_MODEL_GATE_PREFIX as LB_GATE_PREFIX } from '../../../src/rollout/load-balancers.ts';
 export const LB_GATE_REASON = 'RegisteredAndHealthy';
 
 export interface Endpoint {

@@ -4,6 +4,8 @@
 // unit-tested (test/unit/data-plane-pod-plan.test.ts).
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { LABEL_HASH } from '../../../src/app/labels.ts';
+// The same reading of a preStop hook as kubectl teal lint's, which holds it against a load balancer's drain.
+import { execSleepSeconds } from '../../../src/rollout/lint.ts';
 
 /** Kubernetes' own revision label, set by the Deployment controller. */
 const LABEL_DEPLOYMENT_HASH = 'pod-template-hash';
@@ -87,17 +89,8 @@ export function podStop(pod: V1Pod): PodStop {
     pod.metadata?.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? DEFAULT_GRACE_SECONDS;
   const graceMs = Math.max(0, graceSeconds) * 1000;
   const preStop = appContainer(pod)?.lifecycle?.preStop;
-  const seconds = preStop?.sleep?.seconds ?? execSleepSeconds(preStop?.exec?.command ?? []);
+  const seconds = preStop?.sleep?.seconds ?? execSleepSeconds(preStop?.exec?.command) ?? 0;
   return { preStopMs: Math.min(graceMs, Math.max(0, seconds) * 1000), graceMs };
-}
-
-function execSleepSeconds(command: string[]): number {
-  const line =
-    command.length >= 3 && /(^|\/)(ba)?sh$/.test(command[0] ?? '') && command[1] === '-c'
-      ? command[2]
-      : command.join(' ');
-  const match = /^\s*(?:\/\S*\/)?sleep\s+(\d+(?:\.\d+)?)\s*$/.exec(line ?? '');
-  return match ? Number(match[1]) : 0;
 }
 
 /** The readiness gates the pod's spec names whose condition is not True: a kubelet keeps Ready False while any is. */
