@@ -1,5 +1,5 @@
 // `kubectl teal lint APP` end to end: the real kubectl runs the plugin (its
-// bundle and its sources, as test/e2e/cli.test.ts does) against Apps,
+// bundle, its sources and its single executable, as test/e2e/cli.test.ts does) against Apps,
 // Services, Ingresses and TargetGroupBindings stored in the real API server,
 // which validates them, and a ServiceAccount's own token meets its RBAC. No
 // operator runs: lint reads what the user wrote. The TargetGroupBinding CRD is
@@ -14,7 +14,14 @@ import { parse as parseYaml } from 'yaml';
 import type { AppInput } from '../../src/app/schema.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { createApp } from '../support/apps.ts';
-import { CLI_FROM, type CliFrom, type CliResult, completeTeal, teal as runTeal } from '../support/cli.ts';
+import {
+  buildStandalone,
+  CLI_FROM,
+  type CliFrom,
+  type CliResult,
+  completeTeal,
+  teal as runTeal,
+} from '../support/cli.ts';
 import { clients, createNamespace, kubectl, tokenKubeconfig, waitFor } from '../support/kube.ts';
 import { serviceAccount } from '../support/users.ts';
 
@@ -103,6 +110,7 @@ describe.each(CLI_FROM)('kubectl teal lint, run from the %s', (from: CliFrom) =>
   beforeAll(async () => {
     ({ name: ns, remove: removeNs } = await createNamespace('lint'));
     root = await mkdtemp(join(tmpdir(), 'teal-lint-'));
+    if (from === 'standalone') await buildStandalone();
     // A run before this one (the other place the plugin runs from) left it installed.
     await removeTgbCrd();
   });
