@@ -22,7 +22,7 @@ import { NODE_NAME } from '../cluster/cluster.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { createApp } from '../support/apps.ts';
 import { launchBrowser, openPage, type TestPage } from '../support/browser.ts';
-import { CLI_FROM, type RunningTeal, startTeal, teal } from '../support/cli.ts';
+import { buildStandalone, CLI_FROM, type RunningTeal, startTeal, teal } from '../support/cli.ts';
 import { selfSignedCertificate } from '../support/git-server.ts';
 import { clients, createNamespace, tokenKubeconfig, waitFor } from '../support/kube.ts';
 import { find, parseManifests } from '../support/manifests.ts';
@@ -174,6 +174,7 @@ describe.each(CLI_FROM)('kubectl teal dashboard through a port-forward (%s)', (f
   let url: string;
 
   beforeAll(async () => {
+    if (from === 'standalone') await buildStandalone();
     // $BROWSER: a script that records the URL it is given, in place of the user's browser.
     const browserScript = join(root, `browser-${from}.sh`);
     const opened = join(root, `opened-${from}`);
