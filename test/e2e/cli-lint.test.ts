@@ -108,7 +108,6 @@ describe.each(CLI_FROM)('kubectl teal lint, run from the %s', (from: CliFrom) =>
   const rulesOf = (report: Report) => report.findings.map((f) => [f.rule, f.severity, f.object]);
 
   beforeAll(async () => {
-    if (from === 'standalone') await buildStandalone();
     ({ name: ns, remove: removeNs } = await createNamespace('lint'));
     root = await mkdtemp(join(tmpdir(), 'teal-lint-'));
     if (from === 'standalone') await buildStandalone();
