@@ -78,10 +78,8 @@ export const DEFAULT_GRACE_SECONDS = 30;
 
 /** The ping and pong Services, when the App has slots (blueGreen.pingPong). */
 export function slotsOf(app: App): { ping: string; pong: string } | undefined {
-  const pingPong = (app.spec.strategy.blueGreen as { pingPong?: { pingService?: unknown; pongService?: unknown } })
-    .pingPong;
-  const { pingService: ping, pongService: pong } = pingPong ?? {};
-  return typeof ping === 'string' && typeof pong === 'string' ? { ping, pong } : undefined;
+  const slots = app.spec.strategy.blueGreen.pingPong;
+  return slots ? { ping: slots.pingService, pong: slots.pongService } : undefined;
 }
 
 /** The Services that reach the App's pods: active, preview, and the slots'. */

@@ -212,6 +212,42 @@ describe.each(CLI_FROM)('kubectl teal lint, run from the %s', (from: CliFrom) =>
     expect(rulesOf(longer.report)).toContainEqual(['TEAL-DRAIN-001', 'warning', 'App/drained']);
   });
 
+  it('finds nothing wrong with ALBs on the ping and pong Services of an App with slots; one left on the active Service names them', async () => {
+    const slotted = lintedApp('slotted', { ...PROBE, ...SAFE_SHUTDOWN }, { terminationGracePeriodSeconds: 60 });
+    slotted.spec.strategy = {
+      blueGreen: {
+        ...slotted.spec.strategy?.blueGreen,
+        pingPong: { pingService: 'slotted-ping', pongService: 'slotted-pong' },
+        trafficRouting: { gatewayAPI: { httpRoute: 'slotted' } },
+      },
+    };
+    await createApp(ns, slotted);
+    const attributes = {
+      'alb.ingress.kubernetes.io/target-type': 'ip',
+      'alb.ingress.kubernetes.io/target-group-attributes': 'deregistration_delay.timeout_seconds=30',
+    };
+    await albIngress(ns, 'slotted-ping', 'slotted-ping', attributes);
+    await albIngress(ns, 'slotted-pong', 'slotted-pong', attributes);
+    const clean = await lintJson('slotted');
+    expect(clean.result.code, clean.result.stderr).toBe(0);
+    expect(rulesOf(clean.report).filter(([rule]) => rule !== 'TEAL-READ-001')).toEqual([]);
+    expect(clean.report.drain).toEqual({
+      seconds: 30,
+      source: 'deregistration_delay.timeout_seconds=30 on Ingress/slotted-ping',
+    });
+
+    await albIngress(ns, 'slotted', 'slotted', attributes);
+    const left = await lintJson('slotted');
+    expect(left.result.code).toBe(1);
+    const traffic = left.report.findings.filter((f) => f.rule === 'TEAL-TRAFFIC-001');
+    expect(traffic.map((f) => [f.object, f.fix])).toEqual([
+      [
+        'Ingress/slotted',
+        'point it at the ping and pong Services (slotted-ping, slotted-pong), which keep their selectors, instead of slotted',
+      ],
+    ]);
+  });
+
   it('gives a malformed annotation as a finding naming its object and field, never a crash', async () => {
     await createApp(ns, lintedApp('malformed', PROBE));
     await albIngress(ns, 'malformed', 'malformed', {

@@ -23,12 +23,10 @@ function app(container: Container = PROBE, podSpec: Record<string, unknown> = {}
   return parsed.app;
 }
 
-/** The App with ping-pong slots, as the schema will hold them (blueGreen.pingPong, Argo's shape). */
+/** The App with ping-pong slots switched through an HTTPRoute. */
 function withSlots(a: App): App {
-  (a.spec.strategy.blueGreen as Record<string, unknown>).pingPong = {
-    pingService: 'web-ping',
-    pongService: 'web-pong',
-  };
+  a.spec.strategy.blueGreen.pingPong = { pingService: 'web-ping', pongService: 'web-pong' };
+  a.spec.strategy.blueGreen.trafficRouting = { gatewayAPI: { httpRoute: 'web', rule: 0 } };
   return a;
 }
 
