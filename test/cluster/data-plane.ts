@@ -30,11 +30,25 @@ import { waitFor } from '../support/wait.ts';
 import type { AgentConfig, Answer, TrafficStats } from './data-plane/agent.ts';
 import { gatedReadyStatus, type PodServe, podProbe, podServe, podStop, readyStatus } from './data-plane/pod-plan.ts';
 import { relayServer } from './data-plane/relay.ts';
-import { type LoadBalancer, type LoadBalancerOptions, startLoadBalancer } from './lb-model.ts';
+import {
+  type GatewayModel,
+  type GatewayOptions,
+  type LoadBalancer,
+  type LoadBalancerOptions,
+  startGateway,
+  startLoadBalancer,
+} from './lb-model.ts';
 
 export type { Answer, TrafficStats } from './data-plane/agent.ts';
 export { DATA_PLANE_READY_REASON } from './data-plane/pod-plan.ts';
-export type { LoadBalancer, LoadBalancerOptions, Target } from './lb-model.ts';
+export type {
+  BackendTarget,
+  GatewayModel,
+  GatewayOptions,
+  LoadBalancer,
+  LoadBalancerOptions,
+  Target,
+} from './lb-model.ts';
 
 const run = promisify(execFile);
 
@@ -47,7 +61,7 @@ const AGENT = fileURLToPath(new URL('./data-plane/agent.ts', import.meta.url));
 const API_PORT = 6443;
 /** The address requests to ClusterIPs leave from, inside the namespace: neither a pod IP (10.244/16) nor a ClusterIP. */
 const CLIENT_IP = '10.254.254.1';
-/** Load balancer models' listeners take 10.253.0.<n>: neither a pod IP, a ClusterIP nor the client's. */
+/** Load balancer models' and gateways' listeners take 10.253.0.<n>: neither a pod IP, a ClusterIP nor the client's. */
 const LB_ADDRESS_PREFIX = '10.253.0.';
 const HEALTHZ_PORT = 10256;
 const METRICS_PORT = 10249;
@@ -101,6 +115,11 @@ export interface DataPlane {
   stopping: () => Promise<string[]>;
   /** A pod-aware load balancer model (lb-model.ts) in front of a Service, listening at an address of its own here. */
   loadBalancer: (options: LoadBalancerOptions) => Promise<LoadBalancer>;
+  /**
+   * A Gateway API gateway (lb-model.ts startGateway): a Gateway and GatewayClass of its own, following the
+   * HTTPRoute attached to the Gateway, listening at an address of its own here. The CRDs must be installed.
+   */
+  gateway: (options: GatewayOptions) => Promise<GatewayModel>;
   stop: () => Promise<void>;
 }
 
@@ -292,9 +311,15 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     const call = control(join(dir, 'control.sock'));
     await waitForKubeProxy(agent, dir, call);
     kubelet = new Kubelet(options.kc, options.namespaces, call, log);
-    const balancers: LoadBalancer[] = [];
+    const balancers: Pick<LoadBalancer, 'stop'>[] = [];
+    let addresses = 0;
     const loadBalancer = async (lb: LoadBalancerOptions) => {
-      const started = await startLoadBalancer(options.kc, call, `${LB_ADDRESS_PREFIX}${balancers.length + 1}`, lb, log);
+      const started = await startLoadBalancer(options.kc, call, `${LB_ADDRESS_PREFIX}${++addresses}`, lb, log);
+      balancers.push(started);
+      return started;
+    };
+    const gateway = async (gw: GatewayOptions) => {
+      const started = await startGateway(options.kc, call, `${LB_ADDRESS_PREFIX}${++addresses}`, gw, log);
       balancers.push(started);
       return started;
     };
@@ -302,7 +327,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
       for (const lb of balancers) await lb.stop().catch((err) => log(`load balancer: ${String(err)}`));
       await stop();
     };
-    return dataPlaneApi(name, call, kubelet, loadBalancer, stopAll);
+    return dataPlaneApi(name, call, kubelet, { loadBalancer, gateway }, stopAll);
   } catch (err) {
     log(`data plane ${name} failed to start; kube-proxy said: ${tail(join(dir, 'kube-proxy.log'))}`);
     await stop();
@@ -363,7 +388,7 @@ function dataPlaneApi(
   name: string,
   call: Control,
   kubelet: Kubelet,
-  loadBalancer: DataPlane['loadBalancer'],
+  balancers: Pick<DataPlane, 'loadBalancer' | 'gateway'>,
   stop: () => Promise<void>,
 ): DataPlane {
   return {
@@ -382,7 +407,7 @@ function dataPlaneApi(
     probeFailures: (key) => kubelet.probeFailures.get(key) ?? 0,
     serving: async () => (await call<Serving>('/serving')).keys.map(podKeyOf),
     stopping: async () => (await call<Serving>('/serving')).stopping.map(podKeyOf),
-    loadBalancer,
+    ...balancers,
     stop,
   };
 }

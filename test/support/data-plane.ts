@@ -3,11 +3,28 @@
 // and servers for the pods of the traffic-* namespaces the test names.
 import { inject } from 'vitest';
 import { NODE_NAME } from '../cluster/cluster.ts';
-import { type DataPlane, dataPlaneUnavailable, startDataPlane } from '../cluster/data-plane.ts';
+import {
+  type DataPlane,
+  dataPlaneUnavailable,
+  type GatewayModel,
+  type GatewayOptions,
+  startDataPlane,
+} from '../cluster/data-plane.ts';
 import { applyGatewayApi } from '../cluster/gateway-api.ts';
 import { kubeConfig } from './kube.ts';
 
-export type { Answer, DataPlane, LoadBalancer, Target, Traffic, TrafficStats } from '../cluster/data-plane.ts';
+export { GATEWAY_CONTROLLER, LB_GATE_PREFIX } from '../cluster/data-plane/lb-plan.ts';
+export type {
+  Answer,
+  BackendTarget,
+  DataPlane,
+  GatewayModel,
+  GatewayOptions,
+  LoadBalancer,
+  Target,
+  Traffic,
+  TrafficStats,
+} from '../cluster/data-plane.ts';
 export { DATA_PLANE_READY_REASON } from '../cluster/data-plane.ts';
 
 /** Why traffic tests are skipped here (not root, no namespaces, no nft or kube-proxy), or undefined. */
@@ -44,4 +61,18 @@ export function installGatewayApi(): Promise<string[]> {
     throw err;
   });
   return gatewayApi;
+}
+
+/**
+ * A Gateway API gateway on the data plane (the load balancer model following
+ * HTTPRoutes, test/cluster/lb-model.ts): installs the CRDs if need be, makes
+ * the Gateway `options.name` in `options.namespace` and its own GatewayClass,
+ * and serves the HTTPRoute whose parentRefs name that Gateway. Send traffic to
+ * `url`; Teal waits on the route's Accepted and ResolvedRefs, which it writes
+ * with observedGeneration once that generation is programmed. dp.stop() (or
+ * its own stop()) removes it.
+ */
+export async function startGateway(dp: DataPlane, options: GatewayOptions): Promise<GatewayModel> {
+  await installGatewayApi();
+  return dp.gateway(options);
 }

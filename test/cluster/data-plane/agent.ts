@@ -16,6 +16,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { promisify } from 'node:util';
 import { Worker } from 'node:worker_threads';
+import { type ListenerBackend, pickWeighted } from './lb-plan.ts';
 import { relayServer } from './relay.ts';
 import { type Answer, type FromLoop, type LoopOptions, type LoopReport, request, type ToLoop } from './traffic.ts';
 
@@ -214,32 +215,57 @@ let nextLoop = 0;
 
 /**
  * A TCP listener on an address of its own in the namespace that sends each
- * new connection to one registered target (round robin), as an ALB in IP
- * mode sends requests to its registered pod IPs. Connections already open to
- * a draining target go on; a target dropped from both lists (its drain delay
- * is over) has its open connections cut. With no registered target it answers
- * 503, as an ALB whose target group has no registered target does.
+ * new connection to one registered target, as an ALB in IP mode sends
+ * requests to its registered pod IPs: it picks a backend by weight (smooth
+ * weighted round robin; the Service model has one backend, a gateway one per
+ * backendRef), then a registered target of it, round robin. Connections
+ * already open to a draining target go on; a target dropped from both lists
+ * (its drain delay is over) has its open connections cut. A backend with no
+ * registered target answers 503, as an ALB whose target group has none does;
+ * an invalid backend (a backendRef to no Service) and a rule whose weights are
+ * all 0 answer 500, as the Gateway API asks.
  */
 interface LbListener {
   server: net.Server;
-  registered: string[];
+  backends: ListenerBackend[];
   draining: string[];
-  next: number;
+  /** pickWeighted's state, and each backend's round-robin counter. */
+  current: number[];
+  next: number[];
   /** Open connections by target (ip:port). */
   open: Map<string, Set<net.Socket>>;
   /** Every client connection still open, those answered 503 included, for close. */
   clients: Set<net.Socket>;
 }
 
-const NO_TARGET =
-  'HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\nconnection: close\r\ncontent-length: 20\r\n\r\nno registered target';
+function httpError(status: string, text: string): string {
+  const head = `HTTP/1.1 ${status}\r\ncontent-type: text/plain\r\nconnection: close\r\n`;
+  return `${head}content-length: ${Buffer.byteLength(text)}\r\n\r\n${text}`;
+}
+
+const NO_TARGET = httpError('503 Service Unavailable', 'no registered target');
+const INVALID_BACKEND = httpError('500 Internal Server Error', 'invalid backend');
+const NO_BACKEND = httpError('500 Internal Server Error', 'no backend with weight');
 const listeners = new Map<string, LbListener>();
+
+function lbTarget(lb: LbListener): string | { refuse: string } {
+  const i = pickWeighted(
+    lb.backends.map((b) => b.weight),
+    lb.current,
+  );
+  const backend = lb.backends[i];
+  if (!backend) return { refuse: NO_BACKEND };
+  if (backend.invalid) return { refuse: INVALID_BACKEND };
+  const n = lb.next[i] ?? 0;
+  lb.next[i] = n + 1;
+  return backend.registered[n % Math.max(1, backend.registered.length)] ?? { refuse: NO_TARGET };
+}
 
 function lbConnection(lb: LbListener, client: net.Socket): void {
   lb.clients.add(client);
   client.on('close', () => lb.clients.delete(client));
-  const target = lb.registered[lb.next++ % Math.max(1, lb.registered.length)];
-  if (!target) return void client.end(NO_TARGET);
+  const target = lbTarget(lb);
+  if (typeof target !== 'string') return void client.end(target.refuse);
   const [host, port] = target.split(':');
   const pod = [...servers.values()].find((s) => `${s.req.ip}:${s.req.port}` === target);
   if (pod) noteAccepted(`${client.remoteAddress}:${client.remotePort}`, pod.req);
@@ -262,9 +288,10 @@ async function lbListen(ip: string, port: number): Promise<void> {
   await addIp(ip);
   const lb: LbListener = {
     server: net.createServer(),
-    registered: [],
+    backends: [],
     draining: [],
-    next: 0,
+    current: [],
+    next: [],
     open: new Map(),
     clients: new Set(),
   };
@@ -282,11 +309,17 @@ function lbOf(body: Body): LbListener {
   return lb;
 }
 
-function lbTargets(lb: LbListener, registered: string[], draining: string[]): void {
-  lb.registered = registered;
+function lbTargets(lb: LbListener, backends: ListenerBackend[], draining: string[]): void {
+  // Another set of backends: the weighted choice starts over.
+  if (backends.length !== lb.backends.length) {
+    lb.current = [];
+    lb.next = [];
+  }
+  lb.backends = backends;
   lb.draining = draining;
+  const kept = new Set([...backends.flatMap((b) => b.registered), ...draining]);
   for (const [target, sockets] of lb.open) {
-    if (registered.includes(target) || draining.includes(target)) continue;
+    if (kept.has(target)) continue;
     for (const socket of sockets) socket.destroy();
     lb.open.delete(target);
   }
@@ -372,7 +405,12 @@ function routes(config: AgentConfig): Record<string, Route> {
       lbListen(String(b.ip), bounded(b.port, 'port', 1, 65_535)).then(() => ({ listener: `${b.ip}:${b.port}` })),
     '/lb/targets': async (b) => {
       const list = (v: unknown) => (Array.isArray(v) ? v.map(String) : []);
-      lbTargets(lbOf(b), list(b.registered), list(b.draining));
+      const backends = (Array.isArray(b.backends) ? (b.backends as Body[]) : []).map((x, i) => ({
+        weight: bounded(x.weight, `backends[${i}].weight`, 0, 1_000_000),
+        registered: list(x.registered),
+        invalid: x.invalid === true,
+      }));
+      lbTargets(lbOf(b), backends, list(b.draining));
       return {};
     },
     '/lb/open': async (b) => ({

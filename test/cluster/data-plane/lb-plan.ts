@@ -116,3 +116,216 @@ export function podsToGate(targets: Map<string, Target>, pods: Map<string, V1Pod
   }
   return out;
 }
+
+// ---------- the gateway: the model following an HTTPRoute's backendRefs (Gateway API)
+
+export const GATEWAY_GROUP = 'gateway.networking.k8s.io';
+/** The GatewayClass controllerName of the model's gateways, and of the route status entries they write. */
+export const GATEWAY_CONTROLLER = 'lb-model.teal.dev/gateway';
+
+export interface ParentRef {
+  group?: string;
+  kind?: string;
+  namespace?: string;
+  name: string;
+  sectionName?: string;
+  port?: number;
+}
+
+export interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  observedGeneration?: number;
+  lastTransitionTime?: string;
+}
+
+export interface RouteParentStatus {
+  parentRef: ParentRef;
+  controllerName: string;
+  conditions: Condition[];
+}
+
+export interface BackendRef {
+  group?: string;
+  kind?: string;
+  namespace?: string;
+  name: string;
+  port?: number;
+  weight?: number;
+}
+
+/** The fields of an HTTPRoute the gateway reads and writes. */
+export interface HttpRoute {
+  metadata: { name: string; namespace: string; generation?: number; creationTimestamp?: string | Date };
+  spec?: {
+    parentRefs?: ParentRef[];
+    rules?: { matches?: unknown[]; filters?: unknown[]; backendRefs?: BackendRef[] }[];
+  };
+  status?: { parents?: RouteParentStatus[] };
+}
+
+/** One backend of the served rule: a Service of the route's namespace, or why it cannot be one. */
+export interface Backend {
+  service: string;
+  weight: number;
+  /** Why the ref is not a Service the gateway can send to (its share answers 500), as a ResolvedRefs reason. */
+  invalid?: 'BackendNotFound' | 'InvalidKind' | 'RefNotPermitted';
+}
+
+export interface RoutePlan {
+  /** Accepted: the route names this gateway and the model can serve it; else why not. */
+  accepted: { ok: boolean; reason: string; message: string };
+  resolvedRefs: { ok: boolean; reason: string; message: string };
+  backends: Backend[];
+}
+
+export interface GatewayRef {
+  namespace: string;
+  name: string;
+}
+
+/** Whether a parentRef names the Gateway (group, kind and namespace defaulted as the API defines them). */
+export function namesGateway(ref: ParentRef, routeNamespace: string, gateway: GatewayRef): boolean {
+  return (
+    (ref.group ?? GATEWAY_GROUP) === GATEWAY_GROUP &&
+    (ref.kind ?? 'Gateway') === 'Gateway' &&
+    (ref.namespace ?? routeNamespace) === gateway.namespace &&
+    ref.name === gateway.name
+  );
+}
+
+/** The route's parentRef that names the gateway, if one does. */
+export function parentRefTo(route: HttpRoute, gateway: GatewayRef): ParentRef | undefined {
+  return route.spec?.parentRefs?.find((r) => namesGateway(r, route.metadata.namespace, gateway));
+}
+
+/** The order in which routes attached to one listener are taken: oldest first, then by name, as the API asks. */
+export function routeOrder(a: HttpRoute, b: HttpRoute): number {
+  const t = (r: HttpRoute) => new Date(r.metadata.creationTimestamp ?? 0).getTime();
+  return t(a) - t(b) || a.metadata.name.localeCompare(b.metadata.name);
+}
+
+function backendOf(ref: BackendRef, routeNamespace: string, services: Set<string>): Backend {
+  const weight = ref.weight ?? 1;
+  if ((ref.group ?? '') !== '' || (ref.kind ?? 'Service') !== 'Service') {
+    return { service: ref.name, weight, invalid: 'InvalidKind' };
+  }
+  // The model reads no ReferenceGrant: a Service of another namespace is never permitted.
+  if ((ref.namespace ?? routeNamespace) !== routeNamespace)
+    return { service: ref.name, weight, invalid: 'RefNotPermitted' };
+  if (!services.has(ref.name)) return { service: ref.name, weight, invalid: 'BackendNotFound' };
+  return { service: ref.name, weight };
+}
+
+/**
+ * What the gateway makes of a route attached to it, given the Services of the
+ * route's namespace: the model serves one rule matching every request (its
+ * listener forwards connections, it reads no path or header), so a route of
+ * more rules, or with matches or filters, is not Accepted (UnsupportedValue);
+ * `served` false: another route holds the listener.
+ */
+export function planRoute(route: HttpRoute, services: Set<string>, served: boolean): RoutePlan {
+  const rules = route.spec?.rules ?? [];
+  const rule = rules[0];
+  const everyPath = (m: unknown) => JSON.stringify(m) === JSON.stringify({ path: { type: 'PathPrefix', value: '/' } });
+  const unsupported =
+    rules.length !== 1
+      ? `the lb-model gateway serves a route of one rule; this one has ${rules.length}`
+      : !(rule?.matches ?? []).every(everyPath) || (rule?.filters ?? []).length > 0
+        ? 'the lb-model gateway serves rules without matches (other than PathPrefix /) or filters'
+        : !served
+          ? 'the lb-model gateway serves one HTTPRoute; an older one is attached'
+          : undefined;
+  const backends = (rule?.backendRefs ?? []).map((r) => backendOf(r, route.metadata.namespace, services));
+  const bad = backends.find((b) => b.invalid);
+  return {
+    accepted: unsupported
+      ? { ok: false, reason: 'UnsupportedValue', message: unsupported }
+      : { ok: true, reason: 'Accepted', message: 'programmed in the lb-model gateway' },
+    resolvedRefs: bad
+      ? { ok: false, reason: bad.invalid ?? '', message: `backendRef ${bad.service}: ${bad.invalid}` }
+      : { ok: true, reason: 'ResolvedRefs', message: 'every backendRef is a Service of the route namespace' },
+    backends: unsupported ? [] : backends,
+  };
+}
+
+/**
+ * The route's status.parents with the gateway's entry for this plan at this
+ * generation; other controllers' and parents' entries are kept, and a
+ * condition whose status did not change keeps its lastTransitionTime.
+ */
+export function routeParents(
+  route: HttpRoute,
+  parentRef: ParentRef,
+  plan: RoutePlan,
+  generation: number,
+  now: string,
+): RouteParentStatus[] {
+  const parents = route.status?.parents ?? [];
+  const mine = (p: RouteParentStatus) =>
+    p.controllerName === GATEWAY_CONTROLLER &&
+    namesGateway(p.parentRef, route.metadata.namespace, {
+      namespace: parentRef.namespace ?? route.metadata.namespace,
+      name: parentRef.name,
+    });
+  const before = parents.find(mine)?.conditions ?? [];
+  const condition = (type: string, c: RoutePlan['accepted']): Condition => {
+    const status = c.ok ? 'True' : 'False';
+    const was = before.find((b) => b.type === type);
+    const lastTransitionTime = was?.status === status && was.lastTransitionTime ? was.lastTransitionTime : now;
+    return { type, status, reason: c.reason, message: c.message, observedGeneration: generation, lastTransitionTime };
+  };
+  const entry: RouteParentStatus = {
+    parentRef,
+    controllerName: GATEWAY_CONTROLLER,
+    conditions: [condition('Accepted', plan.accepted), condition('ResolvedRefs', plan.resolvedRefs)],
+  };
+  return [...parents.filter((p) => !mine(p)), entry];
+}
+
+/** A backend as the listener sees it: its weight and registered targets, or invalid (its share answers 500). */
+export interface ListenerBackend {
+  weight: number;
+  registered: string[];
+  invalid?: boolean;
+}
+
+/**
+ * Smooth weighted round robin (nginx's): which backend the next connection
+ * goes to, deterministic, and as even as the weights allow at every point;
+ * `current` is the running state, one number per backend, updated in place.
+ * Backends of weight 0 get nothing; -1 when every weight is 0.
+ */
+export function pickWeighted(weights: number[], current: number[]): number {
+  const total = weights.reduce((sum, w) => sum + Math.max(0, w), 0);
+  if (total === 0) return -1;
+  let best = -1;
+  for (let i = 0; i < weights.length; i++) {
+    const w = Math.max(0, weights[i] ?? 0);
+    current[i] = (current[i] ?? 0) + w;
+    if (w > 0 && (best < 0 || (current[i] ?? 0) > (current[best] ?? 0))) best = i;
+  }
+  current[best] = (current[best] ?? 0) - total;
+  return best;
+}
+
+/**
+ * What the listener is programmed with: each backend's weight and registered
+ * targets (an invalid one marked), and every group's draining targets, those
+ * of a Service no longer a backend included.
+ */
+export function listenerBackends(
+  backends: Pick<Backend, 'service' | 'weight' | 'invalid'>[],
+  groups: Map<string, Map<string, Target>>,
+): { backends: ListenerBackend[]; draining: string[] } {
+  return {
+    backends: backends.map((b) =>
+      b.invalid
+        ? { weight: b.weight, registered: [], invalid: true }
+        : { weight: b.weight, registered: listenerTargets(groups.get(b.service) ?? new Map()).registered },
+    ),
+    draining: [...groups.values()].flatMap((g) => listenerTargets(g).draining),
+  };
+}
