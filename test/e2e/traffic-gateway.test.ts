@@ -256,14 +256,16 @@ describe.skipIf(skip !== undefined)(`the Gateway API gateway${skip ? ` (skipped:
     });
   });
 
-  it('pod-aware: a new backend gets requests only once its targets are registered, and its pods the gate', async () => {
+  it('pod-aware: a new backend gets requests only once its targets are registered, and its pods the gate (then Ready)', async () => {
     await service('web-gray', 'gray');
     await apps.createNamespacedDeployment({ namespace: ns, body: deployment('gray', 'gray', 2) });
-    await waitFor('2 ready gray pods', async () => {
+    // Their probes pass, but they name the gate, which no backend of the route has set: not Ready yet.
+    const condition = (p: V1Pod, type: string) => p.status?.conditions?.find((c) => c.type === type)?.status;
+    await waitFor('2 gray pods with their containers ready', async () => {
       const list = await pods('gray');
-      const ready = list.filter((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
-      return ready.length === 2 ? true : undefined;
+      return list.length === 2 && list.every((p) => condition(p, 'ContainersReady') === 'True') ? true : undefined;
     });
+    expect((await pods('gray')).map((p) => condition(p, 'Ready'))).toEqual(['False', 'False']);
     await waitForStatus(await setBackends([['web-gray', 100]]));
     // Answered and checked after its answer: sent while no gray target was registered, it was refused.
     const registered = () => targetsOf('web-gray').some((t) => t.registeredAt !== undefined);
@@ -278,8 +280,8 @@ describe.skipIf(skip !== undefined)(`the Gateway API gateway${skip ? ` (skipped:
     if (inGap) expect(inGap).toMatchObject({ status: 503, error: 'HTTP 503: no registered target' });
     const gray = hashOf((await pods('gray'))[0]);
     expect((await requests(4)).map((a) => a.revision)).toEqual(Array(4).fill(gray));
-    await waitFor('the gate on the gray pods', async () =>
-      (await pods('gray')).every((p) => p.status?.conditions?.some((c) => c.type === GATE && c.status === 'True'))
+    await waitFor('the gate on the gray pods, and so Ready', async () =>
+      (await pods('gray')).every((p) => condition(p, GATE) === 'True' && condition(p, 'Ready') === 'True')
         ? true
         : undefined,
     );
