@@ -7,6 +7,14 @@ export const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-
 export const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 /** DNS-1123 label: port and container names. */
 export const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/**
+ * A qualified name, as Kubernetes checks a pod condition type (readinessGates'
+ * conditionType): an optional DNS-1123 subdomain prefix and "/", then a name
+ * of at most 63 letters, digits, "-", "_" and "." that starts and ends
+ * alphanumeric. The prefix's 253 characters are a rule of their own.
+ */
+export const QUALIFIED_NAME =
+  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 
 const HOST = '[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*';
 const USER = '[A-Za-z0-9_][A-Za-z0-9._-]*';

@@ -15,6 +15,7 @@ import {
   GIT_URL,
   IMAGE_REFERENCE,
   IMAGE_REPOSITORY,
+  QUALIFIED_NAME,
 } from './patterns.ts';
 import { matching, type Rule, withRules } from './rules.ts';
 
@@ -169,6 +170,42 @@ const maxUnavailable = withRules(z.union([z.int(), z.string()]), [
   },
 ]);
 
+/** A pod condition type, as a pod's spec.readinessGates names one. */
+const conditionType = withRules(z.string().max(317), [
+  matching(
+    QUALIFIED_NAME,
+    'readiness gate must be a condition type: an optional DNS subdomain and "/", then at most 63 letters, digits, "-", "_" and "." starting and ending with a letter or digit',
+  ),
+  {
+    cel: "!self.contains('/') || self.indexOf('/') <= 253",
+    message: "readiness gate's prefix (before /) must be at most 253 characters",
+    test: (s) => !s.includes('/') || s.indexOf('/') <= 253,
+  },
+]);
+
+/** Teal's own field (Argo Rollouts has none): the switch counts as done only once the cluster shows it. */
+export const SwitchSchema = z
+  .strictObject({
+    readinessGates: z
+      .array(conditionType)
+      .max(16)
+      .default([])
+      .describe(
+        "Pod condition types (a load balancer's readiness gates, e.g. target-health.elbv2.k8s.aws/<binding>) that must be True on every pod of the new revision before the switch counts as verified.",
+      ),
+    timeoutSeconds: z
+      .int()
+      .min(1)
+      .max(86_400)
+      .default(300)
+      .describe(
+        'How long after the switch verification may take; past it the App says what is missing (condition SwitchVerified, a Warning Event) and the old revision stays up.',
+      ),
+  })
+  .describe(
+    "Drain-verified switch: the old revision's scaleDownDelaySeconds starts only once the active Service's EndpointSlices list only the new revision's pods, all ready and serving, and every readinessGates condition is True on them (docs/blue-green.md). Absent: the delay starts at the switch, as in Argo Rollouts.",
+  );
+
 export const BlueGreenSchema = z.strictObject({
   activeService: serviceName.optional().describe('Service that serves live traffic; default <name>.'),
   previewService: serviceName.optional().describe('Service that reaches the preview; default <name>-preview.'),
@@ -217,6 +254,7 @@ export const BlueGreenSchema = z.strictObject({
     })
     .optional()
     .describe('Where the switch between the ping-pong slots happens. Needs pingPong.'),
+  switch: SwitchSchema.optional(),
 });
 
 export const StrategySchema = z.strictObject({ blueGreen: BlueGreenSchema.prefault({}) });
@@ -340,6 +378,7 @@ export const CONDITION_TYPES = [
   'AnalysisPassed',
   'NotificationsDelivered',
   'ConfigCopyMissing',
+  'SwitchVerified',
   'Ready',
 ] as const;
 
@@ -362,6 +401,19 @@ export const RevisionStatusSchema = z.strictObject({
   commit: z.string().optional(),
   /** preview: when it first became available, the clock of autoPromotionSeconds. */
   availableAt: time.optional(),
+});
+
+/**
+ * The drain-verified switch of the active revision (spec.strategy.blueGreen.switch):
+ * since when it waits, and when the cluster was seen to send traffic only to it.
+ */
+export const SwitchStatusSchema = z.strictObject({
+  podTemplateHash: z.string(),
+  revision: z.int().min(1),
+  /** When the active Service was switched to it (seen): the clock of timeoutSeconds. */
+  since: time,
+  /** When verified: the old revision's scaleDownDelaySeconds counts from then. */
+  verifiedAt: time.optional(),
 });
 
 const actor = {
@@ -543,6 +595,7 @@ export const AppStatusSchema = z.strictObject({
   pin: PinStatusSchema.optional(),
   pause: z.strictObject(actor).optional().describe('Paused by the pause action, until resume.'),
   progress: ProgressStatusSchema.optional(),
+  switch: SwitchStatusSchema.optional(),
   restart: RestartStatusSchema.optional(),
   notifications: NotificationsStatusSchema.optional(),
   prePromotionAnalysis: AppAnalysisRunSchema.optional(),
@@ -611,6 +664,7 @@ export type Condition = z.output<typeof ConditionSchema>;
 export type ConditionType = (typeof CONDITION_TYPES)[number];
 export type Phase = (typeof PHASES)[number];
 export type RevisionStatus = z.output<typeof RevisionStatusSchema>;
+export type SwitchStatus = z.output<typeof SwitchStatusSchema>;
 export type HistoryEntry = z.output<typeof HistoryEntrySchema>;
 export type PromotionStatus = z.output<typeof PromotionStatusSchema>;
 export type PinStatus = z.output<typeof PinStatusSchema>;

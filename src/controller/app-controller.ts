@@ -196,6 +196,7 @@ export class AppController {
     for (const informer of [
       this.caches.replicaSets,
       this.caches.services,
+      this.caches.endpointSlices,
       this.caches.jobs,
       this.caches.analysisJobs,
     ]) {

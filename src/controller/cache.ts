@@ -23,8 +23,11 @@ import { StringPool } from '../kube/intern.ts';
 import { MultiNamespaceInformer, type SharedInformer } from '../kube/multi-namespace-informer.ts';
 import { ANN_LIVE_CONFIG, configMapDigest, findConfigRefs, LABEL_CONFIG_COPY } from '../rollout/config-refs.ts';
 import {
+  LABEL_SERVICE_NAME,
+  type ObservedEndpointSlice,
   type ObservedReplicaSet,
   type ObservedService,
+  observeEndpointSlice,
   observeReplicaSet,
   observeService,
 } from '../rollout/observed.ts';
@@ -218,6 +221,8 @@ export interface Caches {
   apps: SharedInformer<CachedApp>;
   replicaSets: SharedInformer<Cached<ObservedReplicaSet>>;
   services: SharedInformer<Cached<ObservedService>>;
+  /** The EndpointSlices of Teal's Services, for a drain-verified switch (rollout/switch.ts). */
+  endpointSlices: SharedInformer<Cached<ObservedEndpointSlice>>;
   jobs: SharedInformer<Cached<ObservedJob>>;
   buildPods: SharedInformer<Cached<ObservedBuildPod>>;
   /** The pods of the Apps' revisions, for a restart (rollout/restart.ts). */
@@ -270,6 +275,13 @@ export function makeCaches(kubeConfig: KubeConfig, namespaces: readonly string[]
     transform: (raw) => wrap(shareService(observeService(raw), pool)),
     logger: logger.child({ informer: 'services' }),
   });
+  // The EndpointSlice controller copies a Service's labels onto its slices: Teal's carry teal.dev/app.
+  const endpointSlices = informer<Cached<ObservedEndpointSlice>>('/apis/discovery.k8s.io/v1', 'endpointslices', {
+    labelSelector: `${LABEL_APP},${LABEL_SERVICE_NAME}`,
+    transform: (raw) => wrap(observeEndpointSlice(raw)),
+    logger: logger.child({ informer: 'endpointslices' }),
+  });
+  endpointSlices.addIndex(APPS_INDEX, (s) => [`${s.value.namespace}/${s.value.app ?? ''}`]);
   const jobs = informer<Cached<ObservedJob>>('/apis/batch/v1', 'jobs', {
     labelSelector: `${LABEL_APP},${LABEL_BUILD}`,
     transform: (raw) => wrap(observeJob(raw)),
@@ -325,6 +337,7 @@ export function makeCaches(kubeConfig: KubeConfig, namespaces: readonly string[]
     apps,
     replicaSets,
     services,
+    endpointSlices,
     jobs,
     buildPods,
     analysisJobs,

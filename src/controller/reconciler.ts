@@ -49,6 +49,7 @@ import {
 } from '../rollout/config-refs.ts';
 import type { Observed } from '../rollout/observed.ts';
 import type { AnalysisObserved } from '../rollout/planner.ts';
+import { isSwitchVerified } from '../rollout/predicates.ts';
 import { type ObservedPod, observePod } from '../rollout/restart.ts';
 import { isAdopted, serviceName } from '../rollout/service.ts';
 import { specProblems } from '../rollout/spec-problems.ts';
@@ -86,6 +87,7 @@ export interface ReconcilerCaches {
   apps: Pick<Caches['apps'], 'get' | 'addHandler'>;
   replicaSets: Pick<Caches['replicaSets'], 'byIndex'>;
   services: Pick<Caches['services'], 'get' | 'listByNamespace'>;
+  endpointSlices: Pick<Caches['endpointSlices'], 'byIndex'>;
   jobs: Pick<Caches['jobs'], 'byIndex'>;
   buildPods: Pick<Caches['buildPods'], 'byIndex'>;
   analysisJobs: Pick<Caches['analysisJobs'], 'byIndex'>;
@@ -330,7 +332,7 @@ export class Reconciler {
       now: r.now,
       target: configuredRevision(targetRevision(sourced), config.configured),
       intents: r.intents,
-      ...(await this.restartingPods(r)),
+      ...(await this.podsToRead(r, app)),
       analysis: this.analysisObserved(r),
       ...(this.o.buildDefaults ? { buildDefaults: this.o.buildDefaults } : {}),
       ...(r.build?.running ? { building: true } : {}),
@@ -530,13 +532,14 @@ export class Reconciler {
   }
 
   /**
-   * A restart's pods, read only while one is asked for or under way (rollout/restart.ts):
-   * a pod cache would hold every pod of every App, and see every pod change, for a rare action.
+   * The App's pods, read only while a restart is asked for or under way (rollout/restart.ts), or
+   * while a drain-verified switch waits for its verification (rollout/switch.ts): a pod cache
+   * would hold every pod of every App, and see every pod change, for rare moments. A switch's
+   * pods change what it waits for (Ready, readiness gates) along with the EndpointSlices, which
+   * are watched and wake the App.
    */
-  private async restartingPods(r: Reconciliation): Promise<{ pods?: ObservedPod[] }> {
-    const restart = (r.cached.status as AppStatus | undefined)?.restart;
-    const running = restart !== undefined && restart.finishedAt === undefined;
-    if (!running && !r.intents.some((i) => i.action === 'restart')) return {};
+  private async podsToRead(r: Reconciliation, app: App): Promise<{ pods?: ObservedPod[] }> {
+    if (!isRestarting(r) && !isVerifyingSwitch(app, r.cached.status as AppStatus | undefined)) return {};
     const { namespace, name } = r.target;
     const listed = await reading(
       `the pods of App ${namespace}/${name}`,
@@ -658,7 +661,7 @@ export class Reconciler {
     });
   }
 
-  /** ReplicaSets, Jobs and Services, all from the cache: Teal's own Services and any it may adopt. */
+  /** ReplicaSets, Jobs, Services and EndpointSlices, all from the cache: Teal's own Services and any it may adopt. */
   private observed(app: App): Observed {
     const { caches } = this.o;
     const namespace = app.metadata.namespace ?? '';
@@ -668,7 +671,16 @@ export class Reconciler {
     const pingPong = app.spec.strategy.blueGreen.pingPong;
     const slot = (name: string) => caches.services.get(namespace, name)?.value;
     const [ping, pong] = pingPong ? [slot(pingPong.pingService), slot(pingPong.pongService)] : [];
+    const activeName = serviceName(app, 'active');
+    // Read only by a drain-verified switch (rollout/switch.ts).
+    const activeEndpointSlices = app.spec.strategy.blueGreen.switch
+      ? caches.endpointSlices
+          .byIndex(APPS_INDEX, key)
+          .map((c) => c.value)
+          .filter((slice) => slice.service === activeName)
+      : undefined;
     return {
+      ...(activeEndpointSlices ? { activeEndpointSlices } : {}),
       replicaSets: caches.replicaSets.byIndex(APPS_INDEX, key).map((c) => c.value),
       analysisJobs: caches.analysisJobs.byIndex(APPS_INDEX, key).map((c) => c.value),
       ...(activeService ? { activeService } : {}),
@@ -699,6 +711,20 @@ export class Reconciler {
     ]);
     return {};
   }
+}
+
+function isRestarting(r: Reconciliation): boolean {
+  const restart = (r.cached.status as AppStatus | undefined)?.restart;
+  const running = restart !== undefined && restart.finishedAt === undefined;
+  return running || r.intents.some((i) => i.action === 'restart');
+}
+
+/** The active revision's switch is not verified yet: its pods are read (their readiness gates). */
+function isVerifyingSwitch(app: App, status: AppStatus | undefined): boolean {
+  const active = status?.active?.podTemplateHash;
+  return (
+    app.spec.strategy.blueGreen.switch !== undefined && active !== undefined && !isSwitchVerified(status ?? {}, active)
+  );
 }
 
 /** A read that failed, named for the status message. */

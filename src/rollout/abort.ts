@@ -7,11 +7,12 @@ import { cancelRunning } from './analysis-gate.ts';
 import { appendHistory, historyEntry } from './history.ts';
 import { isPingPong, routeTo } from './ping-pong.ts';
 import { type Desired, emit, type Planner, type Progress, type Rollout } from './planner.ts';
-import { isRolledBackFrom, stableToReturnTo } from './predicates.ts';
+import { hasServed, isRolledBackFrom, stableToReturnTo } from './predicates.ts';
 import { EventReason as ER } from './reasons.ts';
 import { revisionStatus } from './replicaset.ts';
 import { markScaleDown, scaleDownLater } from './replicaset-writes.ts';
 import { selectedHash } from './service.ts';
+import { retire } from './switch.ts';
 
 /** A check failed: the release is aborted as a person would abort it, by teal, saying which check and why. */
 export function abortForChecks(
@@ -59,7 +60,10 @@ export function aborted(p: Planner, r: Rollout, desired: Desired): Progress {
   const rs = r.byHash.get(desired.hash);
   const delay = p.app.spec.strategy.blueGreen.abortScaleDownDelaySeconds;
   if (rs && rs.specReplicas > 0) {
-    if (delay > 0) scaleDownLater(p, rs, delay, `revision ${rs.revision} was aborted`);
+    // One that served (a roll back) may still have endpoints: with `switch`, it waits for the switch back's verification.
+    const why = `revision ${rs.revision} was aborted`;
+    if (delay > 0 && hasServed(p.status, rs.hash, rs.revision)) retire(p, rs, r.activeHash, delay, why);
+    else if (delay > 0) scaleDownLater(p, rs, delay, why);
     else if (rs.scaleDownAt !== undefined) markScaleDown(p, rs, null);
   }
   const up = rs && rs.specReplicas > 0;

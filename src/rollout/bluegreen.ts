@@ -72,6 +72,7 @@ import { revisionStatus } from './replicaset.ts';
 import { createReplicaSet as createReplicaSetOnly, scaleDownLater, sizeTo } from './replicaset-writes.ts';
 import { type ObservedPod, planRestart } from './restart.ts';
 import { specProblems } from './spec-problems.ts';
+import { retire, verifySwitch } from './switch.ts';
 
 export type { Plan, PlanInput } from './planner.ts';
 
@@ -162,6 +163,7 @@ function rollout(p: Planner, pods: readonly ObservedPod[] | undefined): Rollout 
   progress = restartPods(p, r, progress, pods);
   previewStatus(p, r, progress);
   progressDeadline(p, r.desired, progress.waiting);
+  verifySwitch(p, pods);
   scaleDownOthers(p, r);
   reconcileServices(p, progress);
   pruneAnalysisJobs(p);
@@ -536,7 +538,8 @@ function restartPods(p: Planner, r: Rollout, progress: Progress, pods: readonly 
 
 /**
  * Every other ReplicaSet goes to zero: a superseded preview at once (it never
- * served users), a formerly active one after scaleDownDelaySeconds. Beyond
+ * served users), a formerly active one after scaleDownDelaySeconds (with
+ * `switch`, once the switch is verified: switch.ts). Beyond
  * revisionHistoryLimit, scaled-down ones are deleted.
  */
 function scaleDownOthers(p: Planner, r: Rollout): void {
@@ -551,9 +554,10 @@ function scaleDownOthers(p: Planner, r: Rollout): void {
   for (const rs of r.byHash.values()) {
     if (keep.has(rs.hash) || skip.has(rs.name)) continue;
     if (hasServed(status, rs.hash, rs.revision)) {
-      scaleDownLater(
+      retire(
         p,
         rs,
+        status.active?.podTemplateHash,
         p.app.spec.strategy.blueGreen.scaleDownDelaySeconds,
         `revision ${rs.revision} is no longer active`,
       );
@@ -660,9 +664,10 @@ function switchActive(p: Planner, r: Rollout, rs: ObservedReplicaSet): void {
   const keepPrevious = postChecks && previous?.hash === p.status.stable?.podTemplateHash;
   // Kept up for the delay even after `promote --full`, so an undo stays instant.
   if (previous && previous.hash !== rs.hash && !keepPrevious) {
-    scaleDownLater(
+    retire(
       p,
       previous,
+      rs.hash,
       p.app.spec.strategy.blueGreen.scaleDownDelaySeconds,
       `revision ${previous.revision} was replaced by revision ${rs.revision}`,
     );

@@ -70,9 +70,29 @@ export interface ObservedService extends ObjectRef {
   problems?: ValueProblem[];
 }
 
+/** One endpoint of an EndpointSlice: the pod it targets and its conditions (nil read as the API says: ready). */
+export interface ObservedEndpoint {
+  /** The targetRef's name when it is a Pod. */
+  pod?: string;
+  ready: boolean;
+  serving: boolean;
+  terminating: boolean;
+}
+
+/** An EndpointSlice (discovery.k8s.io/v1) trimmed to the Service it belongs to and its endpoints. */
+export interface ObservedEndpointSlice extends ObjectRef {
+  /** Its kubernetes.io/service-name label. */
+  service: string;
+  /** Its teal.dev/app label, which the EndpointSlice controller copies from the Service's labels. */
+  app?: string;
+  endpoints: ObservedEndpoint[];
+}
+
 export interface Observed {
   replicaSets: ObservedReplicaSet[];
   activeService?: ObservedService;
+  /** The active Service's EndpointSlices, for a drain-verified switch (spec.strategy.blueGreen.switch). */
+  activeEndpointSlices?: readonly ObservedEndpointSlice[];
   previewService?: ObservedService;
   /** The App's analysis Jobs: one per job-check measurement. */
   analysisJobs?: readonly AnalysisJobRef[];
@@ -186,6 +206,32 @@ export function observeService(raw: unknown): ObservedService | undefined {
     ...(appliedHash ? { appliedHash } : {}),
     ...read.found(),
   };
+}
+
+/** The label the EndpointSlice controller puts on a Service's slices. */
+export const LABEL_SERVICE_NAME = 'kubernetes.io/service-name';
+
+type RawEndpointSlice = Raw<unknown> & {
+  endpoints?: {
+    targetRef?: { kind?: string; name?: string } | null;
+    conditions?: { ready?: boolean | null; serving?: boolean | null; terminating?: boolean | null } | null;
+  }[];
+};
+
+export function observeEndpointSlice(raw: unknown): ObservedEndpointSlice | undefined {
+  const slice = raw as RawEndpointSlice;
+  const ref = objectRef(slice.metadata ?? {});
+  const service = slice.metadata?.labels?.[LABEL_SERVICE_NAME];
+  if (!ref || !service) return undefined;
+  const endpoints = (slice.endpoints ?? []).map((e): ObservedEndpoint => {
+    const c = e.conditions ?? {};
+    // discovery.k8s.io/v1: a nil ready means ready; a nil serving means as ready; nil terminating, not.
+    const ready = c.ready ?? true;
+    const pod = e.targetRef?.kind === 'Pod' ? e.targetRef.name : undefined;
+    return { ...(pod ? { pod } : {}), ready, serving: c.serving ?? ready, terminating: c.terminating ?? false };
+  });
+  const app = slice.metadata?.labels?.[LABEL_APP];
+  return { ...ref, service, ...(app ? { app } : {}), endpoints };
 }
 
 /**

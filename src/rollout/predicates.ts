@@ -24,6 +24,21 @@ export function isWithinScaleDownDelay(rs: ObservedReplicaSet | undefined, nowMs
   return deadline !== undefined && deadline > nowMs && rs.availableReplicas > 0;
 }
 
+/**
+ * When the switch to the active revision was verified (spec.strategy.blueGreen.switch):
+ * status.switch, which verifySwitch (switch.ts) writes only once the cluster
+ * showed it, for that revision, with a readable time. Undefined: not verified.
+ */
+export function switchVerifiedAt(status: AppStatus, activeHash: string | undefined): number | undefined {
+  const recorded = status.switch;
+  if (activeHash === undefined || recorded?.podTemplateHash !== activeHash) return undefined;
+  return parseTime(recorded.verifiedAt);
+}
+
+/** The one place that says whether the switch is verified, and so whether the previous revision may go. */
+export const isSwitchVerified = (status: AppStatus, activeHash: string | undefined): boolean =>
+  switchVerifiedAt(status, activeHash) !== undefined;
+
 /** The revision served users once: history records it (by hash; by number for entries written before hashes were). */
 export function hasServed(status: AppStatus, hash: string, revision: number | undefined): boolean {
   return (status.history ?? []).some(

@@ -38,6 +38,13 @@ export const ConditionReason = {
   ConfigCopyMissing: 'ConfigCopyMissing',
   /** Every copy in use exists (again). */
   ConfigCopiesPresent: 'ConfigCopiesPresent',
+  // SwitchVerified (spec.strategy.blueGreen.switch, switch.ts): absent without it.
+  /** The active Service's endpoints are all the active revision's, ready, serving and gated: the old may go. */
+  SwitchVerified: 'SwitchVerified',
+  /** Waiting for that, within timeoutSeconds. */
+  SwitchVerifying: 'SwitchVerifying',
+  /** Past timeoutSeconds and still not: the old revision stays up; the message says what is missing. */
+  SwitchNotVerified: 'SwitchNotVerified',
 } as const;
 
 /** Reasons on the Events the planner records on the App. */
@@ -94,6 +101,11 @@ export const EventReason = {
   ConfigCopyRecreated: 'ConfigCopyRecreated',
   /** A copy in use was deleted and cannot be made again; told once per distinct set of lost copies. */
   ConfigCopyMissing: 'ConfigCopyMissing',
+  // The drain-verified switch (switch.ts).
+  /** The cluster sends traffic only to the active revision: the previous one's scaleDownDelaySeconds starts. */
+  SwitchVerified: 'SwitchVerified',
+  /** Not verified within timeoutSeconds: what is missing; the previous revision stays up. */
+  SwitchNotVerified: 'SwitchNotVerified',
 } as const;
 
 /**

@@ -27,6 +27,8 @@ export interface ObservedPod {
   createdAt: string;
   ready: boolean;
   deleting: boolean;
+  /** The types of its conditions that are True (readiness gates among them), for a drain-verified switch. */
+  trueConditions?: readonly string[];
 }
 
 type RawPod = {
@@ -49,6 +51,9 @@ export function observePod(raw: unknown): ObservedPod | undefined {
   const app = m.labels?.[LABEL_APP];
   const hash = m.labels?.[LABEL_HASH];
   if (!m.name || !m.namespace || !app || !hash) return undefined;
+  const trueConditions = ((raw as RawPod).status?.conditions ?? [])
+    .filter((c) => c.status === 'True')
+    .map((c) => c.type);
   return {
     namespace: m.namespace,
     name: m.name,
@@ -56,8 +61,9 @@ export function observePod(raw: unknown): ObservedPod | undefined {
     app,
     hash,
     createdAt: time(m.creationTimestamp),
-    ready: (raw as RawPod).status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,
+    ready: trueConditions.includes('Ready'),
     deleting: m.deletionTimestamp !== undefined && m.deletionTimestamp !== null,
+    trueConditions,
   };
 }
 

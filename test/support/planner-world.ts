@@ -20,7 +20,13 @@ import { validateApp } from '../../src/app/validate.ts';
 import { type Plan, plan } from '../../src/rollout/bluegreen.ts';
 import type { MeasureRequest, RolloutAction } from '../../src/rollout/cluster-actions.ts';
 import type { MissingCopy } from '../../src/rollout/config-refs.ts';
-import type { Observed, ObservedReplicaSet, ObservedService } from '../../src/rollout/observed.ts';
+import type {
+  Observed,
+  ObservedEndpointSlice,
+  ObservedReplicaSet,
+  ObservedService,
+} from '../../src/rollout/observed.ts';
+import type { ObservedPod } from '../../src/rollout/restart.ts';
 import type { ObservedRoute } from '../../src/rollout/route.ts';
 import { imageApp } from '../fixtures/apps.ts';
 
@@ -71,6 +77,10 @@ export class World {
   gatewayStuck = false;
   /** Every route write, in order: the slot each sent traffic to. */
   routeWrites: Slot[] = [];
+  /** The active Service's EndpointSlices, as the EndpointSlice cache has them (a drain-verified switch). */
+  endpointSlices: ObservedEndpointSlice[] = [];
+  /** The App's pods, when the reconciler read them; undefined when it did not. */
+  pods: ObservedPod[] | undefined;
 
   constructor(app: App) {
     this.app = app;
@@ -124,6 +134,7 @@ export class World {
       ...(active ? { activeService: active } : {}),
       ...(preview ? { previewService: preview } : {}),
       analysisJobs: this.jobs.map((j) => ({ ...j })),
+      activeEndpointSlices: structuredClone(this.endpointSlices),
     };
   }
 
@@ -137,6 +148,7 @@ export class World {
       intents,
       analysis: { templates: this.templates, invalidTemplates: this.invalidTemplates, results: this.resultsIn() },
       ...(this.missingCopies.length > 0 ? { missingCopies: this.missingCopies } : {}),
+      ...(this.pods ? { pods: structuredClone(this.pods) } : {}),
     });
   }
 

@@ -35,6 +35,7 @@ function fakeCaches(app: CachedApp) {
     },
     replicaSets: none,
     services: none,
+    endpointSlices: none,
     jobs: none,
     buildPods: none,
     analysisJobs: none,

@@ -93,7 +93,7 @@ describe('maxUnavailable, as Argo Rollouts reads it', () => {
 });
 
 describe('the pods a restart reads', () => {
-  it('keeps name, age, readiness and deletion; ignores pods without both of Teal’s labels', () => {
+  it('keeps name, age, readiness, deletion and its True conditions; ignores pods without both of Teal’s labels', () => {
     const raw = {
       metadata: {
         name: 'web-aaaaaaaaaa-x1',
@@ -114,6 +114,7 @@ describe('the pods a restart reads', () => {
       createdAt: BEFORE,
       ready: true,
       deleting: true,
+      trueConditions: ['Ready'],
     });
     expect(observePod({ metadata: { ...raw.metadata, labels: { 'teal.dev/app': 'web' } } })).toBeUndefined();
   });

@@ -47,6 +47,8 @@ const FULL: AppStatus = {
   pin: { podTemplateHash: 'hash3', revision: 3, over: 'hash4', ...actor },
   pause: actor,
   progress: { podTemplateHash: 'hash3', since: T0 },
+  switch: { podTemplateHash: 'hash2', revision: 2, since: T0, verifiedAt: T0 },
+  stablePingPong: 'ping',
   restart: { ...actor, revision: 2, podTemplateHash: 'hash2', startedAt: T0, finishedAt: T0, podsReplaced: 2 },
   notifications: {
     pending: [{ id: 'n1', trigger: 'preview-ready', destination: 'hook', at: T0, revision: 3 }],

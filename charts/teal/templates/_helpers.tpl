@@ -68,6 +68,11 @@ app.kubernetes.io/part-of: teal
 - apiGroups: [""]
   resources: ["pods/log"]
   verbs: ["get"]
+# The drain-verified switch (spec.strategy.blueGreen.switch): the EndpointSlices of Teal's Services,
+# watched (controller/cache.ts), to see that only the new revision's pods are listed before the old goes.
+- apiGroups: ["discovery.k8s.io"]
+  resources: ["endpointslices"]
+  verbs: ["list", "watch"]
 # restart: the active revision's pods, evicted so their PodDisruptionBudgets hold (never deleted outright).
 - apiGroups: [""]
   resources: ["pods/eviction"]
