@@ -8,7 +8,7 @@
 // bundled, and the metafile (test/unit/cli-bundle.test.ts reads it).
 //
 //   node scripts/bundle-cli.ts [--outdir dist/cli]
-import { rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -19,8 +19,11 @@ import { escapeNonAscii, legalComments, NODE_BUNDLE } from './node-bundle.ts';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const { values } = parseArgs({ options: { outdir: { type: 'string', default: 'dist/cli' } } });
 const outdir = resolve(root, values.outdir);
-// The folder is the plugin's own: the chunks of an earlier build go.
-rmSync(outdir, { recursive: true, force: true });
+// The chunks and files of an earlier build go; dist/cli/standalone (scripts/standalone-cli.ts) stays.
+rmSync(join(outdir, 'chunks'), { recursive: true, force: true });
+for (const file of existsSync(outdir) ? readdirSync(outdir) : []) {
+  if (file.startsWith('kubectl-teal.')) rmSync(join(outdir, file));
+}
 
 const result = await build({
   absWorkingDir: root,
