@@ -19,6 +19,8 @@ export interface RouteCacheOptions {
   logger: Logger;
   /** A route was added, changed or deleted: the Apps naming it look again. */
   changed: (namespace: string, name: string) => void;
+  /** Where HTTPRoutes are served; the Gateway API's v1 unless a test asks for a group no server serves. */
+  api?: { group: string; version: string };
 }
 
 /** Said on the Apps that need a route where the API server serves none. */
@@ -53,7 +55,8 @@ export class RouteCache {
   private start(): SharedInformer<Cached<ObservedRoute>> {
     if (this.informer) return this.informer;
     const { kubeConfig, namespaces, logger } = this.o;
-    const group = `/apis/${ROUTE_GROUP}/${ROUTE_VERSION}`;
+    const api = this.o.api ?? { group: ROUTE_GROUP, version: ROUTE_VERSION };
+    const group = `/apis/${api.group}/${api.version}`;
     const options = {
       kubeConfig,
       transform: (raw: unknown) => {
