@@ -15,6 +15,7 @@
 import { LABEL_APP, LABEL_SLOT, type Slot } from '../app/labels.ts';
 import type { ObservedReplicaSet, ObservedService } from './observed.ts';
 import { emit, type Planner, type Progress, type Rollout } from './planner.ts';
+import { hasServed } from './predicates.ts';
 import { EventReason as ER } from './reasons.ts';
 import { sizeTo } from './replicaset-writes.ts';
 import { type RouteView, readRoute, routedSlot, routePatch, weightsText } from './route.ts';
@@ -86,19 +87,24 @@ function slotServiceMatches(svc: ObservedService, want: ReturnType<typeof slotSe
 }
 
 /**
- * Makes room in a slot for a revision: another revision's pods there go at
- * once (its slot Service would select them too), unless Teal keeps it (the
- * stable revision awaiting the active one's post-promotion checks): then the
- * release waits, and this says why.
+ * Makes room in a slot for a revision, as its slot Service would select any
+ * other revision's pods there too. A preview that never served goes at once.
+ * A revision that served stays until its scale-down as without slots (after
+ * scaleDownDelaySeconds, and with `switch` only once the switch is verified:
+ * bluegreen.ts scaleDownOthers), and the stable one while post-promotion
+ * checks stand: the new revision waits for the slot meanwhile, and this says
+ * why. Undefined once the slot is free (or being freed of a preview).
  */
 export function freeSlot(p: Planner, r: Rollout, slot: Slot, hash: string, number: number): Progress | undefined {
-  const keep = new Set([p.status.active?.podTemplateHash, r.activeHash, p.status.stable?.podTemplateHash]);
+  const { status } = p;
+  const keep = new Set([status.active?.podTemplateHash, r.activeHash, status.stable?.podTemplateHash]);
   for (const rs of r.byHash.values()) {
     if (rs.hash === hash || rs.slot !== slot || (rs.specReplicas === 0 && rs.replicas === 0)) continue;
-    if (keep.has(rs.hash)) {
+    if (keep.has(rs.hash) || hasServed(status, rs.hash, rs.revision)) {
+      const until = keep.has(rs.hash) ? 'the active revision is stable' : 'it is scaled down';
       return {
         phase: 'Progressing',
-        message: `revision ${number} waits for slot ${slot}: revision ${rs.revision} is kept there until the active revision is stable`,
+        message: `revision ${number} waits for slot ${slot}: revision ${rs.revision} is kept there until ${until}`,
       };
     }
     if (rs.specReplicas > 0) sizeTo(p, rs, 0, `slot ${slot} is taken by revision ${number}`);

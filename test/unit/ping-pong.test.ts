@@ -6,6 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { LABEL_APP, LABEL_SLOT } from '../../src/app/labels.ts';
 import type { AppInput } from '../../src/app/schema.ts';
 import type { RolloutAction } from '../../src/rollout/cluster-actions.ts';
+import type { ObservedEndpointSlice } from '../../src/rollout/observed.ts';
+import type { ObservedPod } from '../../src/rollout/restart.ts';
 import type { ObservedRoute } from '../../src/rollout/route.ts';
 import { intent, makeApp, World } from '../support/planner-world.ts';
 
@@ -271,15 +273,34 @@ describe('a new revision', () => {
     expect(w.eventsOf('RouteEdited')).toEqual([]);
   });
 
-  it('a third revision takes ping: revision 1, still up there, goes at once rather than share the slot', () => {
+  it('a third revision waits for ping until revision 1 there is scaled down after its delay, then takes it', () => {
     const { w, h1 } = released();
     promotedToFull(w);
     w.converge();
     expect(w.rs(h1).specReplicas).toBe(3);
     const h3 = w.image('repo/app:3');
     w.reconcile();
+    // Revision 1 still serves an undo (scaleDownDelaySeconds): the two never share the slot.
+    expect(w.replicaSets.has(h3)).toBe(false);
+    expect(w.rs(h1).specReplicas).toBe(3);
+    expect(w.status.message).toBe('revision 3 waits for slot ping: revision 1 is kept there until it is scaled down');
+    expect(w.requeue).toBeLessThanOrEqual(30 * S + 1);
+    w.advance(30 * S);
+    w.reconcile();
     expect(w.rs(h1).specReplicas).toBe(0);
+    w.settle();
+    w.reconcile();
     expect(w.rs(h3).slot).toBe('ping');
+  });
+
+  it('a superseded preview in the idle slot goes at once, and the next revision takes the slot', () => {
+    const { w } = released();
+    const h2 = w.image('repo/app:2');
+    w.converge();
+    const h3 = w.image('repo/app:3');
+    w.reconcile();
+    expect(w.rs(h2).specReplicas).toBe(0);
+    expect(w.rs(h3).slot).toBe('pong');
   });
 
   it('waits for the idle slot while the stable revision is kept there for post-promotion checks', () => {
@@ -379,6 +400,77 @@ describe('undo and abort', () => {
       'HTTPRoute web rule 0 back to slot ping (revision 1): revision 2 is not being promoted',
     );
     expect(w.eventsOf('RouteEdited')).toEqual([]);
+  });
+});
+
+describe('with a drain-verified switch (blueGreen.switch)', () => {
+  const GATE = 'target-health.elbv2.k8s.aws/web';
+  const podsOf = (w: World, hash: string, gated: boolean): ObservedPod[] =>
+    [1, 2, 3].map((i) => ({
+      namespace: 'ns',
+      name: `${w.rs(hash).name}-${i}`,
+      resourceVersion: '1',
+      app: 'web',
+      hash,
+      createdAt: '',
+      ready: true,
+      deleting: false,
+      trueConditions: gated ? ['Ready', GATE] : ['Ready'],
+    }));
+  const slicesOf = (w: World, hash: string): ObservedEndpointSlice => ({
+    namespace: 'ns',
+    name: 'web-abcde',
+    resourceVersion: '1',
+    service: 'web',
+    endpoints: [1, 2, 3].map((i) => ({
+      pod: `${w.rs(hash).name}-${i}`,
+      ready: true,
+      serving: true,
+      terminating: false,
+    })),
+  });
+
+  it('after the route and the active Service, the old slot stays up until the switch is verified, then for its delay', () => {
+    const w = pingPongWorld((a) => {
+      if (a.spec.strategy?.blueGreen)
+        a.spec.strategy.blueGreen.switch = { readinessGates: [GATE], timeoutSeconds: 120 };
+    });
+    const h1 = w.target().hash;
+    w.pods = [];
+    w.converge();
+    w.pods = podsOf(w, h1, true);
+    w.endpointSlices = [slicesOf(w, h1)];
+    w.converge();
+    const h2 = promotedToFull(w);
+    w.reconcile();
+    expect(weights(w)).toEqual([0, 100, 7]);
+    w.settle();
+    w.reconcile();
+    expect(w.activeHash()).toBe(h2);
+    // The active Service's slices still list revision 1, and the gates of revision 2's pods are not set.
+    w.pods = [...podsOf(w, h1, true), ...podsOf(w, h2, false)];
+    w.reconcile();
+    w.advance(60 * S);
+    w.reconcile();
+    expect(w.rs(h1).specReplicas).toBe(3);
+    expect(w.rs(h1).scaleDownAt).toBeUndefined();
+    expect(w.condition('SwitchVerified')).toMatchObject({ status: 'False', reason: 'SwitchVerifying' });
+    // A new revision meanwhile waits for ping: revision 1 is not let go before its switch is verified.
+    const h3 = w.image('repo/app:3');
+    w.reconcile();
+    expect(w.replicaSets.has(h3)).toBe(false);
+    expect(w.rs(h1).specReplicas).toBe(3);
+    w.endpointSlices = [slicesOf(w, h2)];
+    w.pods = [...podsOf(w, h1, true), ...podsOf(w, h2, true)];
+    w.reconcile();
+    expect(w.condition('SwitchVerified')?.status).toBe('True');
+    expect(w.rs(h1).scaleDownAt).toBe(new Date(w.now + 30 * S).toISOString());
+    w.advance(30 * S);
+    w.reconcile();
+    expect(w.rs(h1).specReplicas).toBe(0);
+    w.settle();
+    w.reconcile();
+    expect(w.rs(h3).slot).toBe('ping');
   });
 });
 
