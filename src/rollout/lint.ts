@@ -10,13 +10,14 @@ import {
   albIngresses,
   type Drain,
   type Found,
+  gateLbs,
   ingressServices,
   isAlbIngress,
   type KubeObject,
   type PodAwareLb,
   serviceLbs,
   targetGroupBindings,
-  templateGates,
+  templateGateTypes,
 } from './load-balancers.ts';
 import { appContainerIndex } from './replicaset.ts';
 import { serviceName } from './service.ts';
@@ -312,8 +313,12 @@ export function findLoadBalancers(input: LintInput): Found {
     serviceLbs(names, services),
   ];
   const lbs = parts.flatMap((p) => p.lbs);
-  const gates = templateGates((app.spec.template.spec as Record<string, unknown>).readinessGates, appObject(app), lbs);
-  return { lbs: [...lbs, ...gates.lbs], problems: [...parts, gates].flatMap((p) => p.problems) };
+  const template = templateGateTypes(
+    (app.spec.template.spec as Record<string, unknown>).readinessGates,
+    appObject(app),
+  );
+  const gates = gateLbs(template.gates, appObject(app), lbs);
+  return { lbs: [...lbs, ...gates], problems: [...parts.flatMap((p) => p.problems), ...template.problems] };
 }
 
 /**

@@ -317,31 +317,42 @@ export function serviceLbs(appServices: readonly string[], services: ServicesByN
   return found;
 }
 
-/**
- * Readiness gates of pod-aware load balancers that the pod template names
- * itself, each a load balancer whose Service the template does not say. A
- * gate of a TargetGroupBinding already found is left out.
- */
-export function templateGates(gates: unknown, object: string, known: readonly PodAwareLb[]): Found {
-  const found: Found = { lbs: [], problems: [] };
-  if (gates === undefined) return found;
+/** A readiness gate named for the App's pods, and who names it: "the pod template", "blueGreen.switch.readinessGates". */
+export interface NamedGate {
+  type: string;
+  namedBy: string;
+}
+
+/** The condition types of a pod template's readinessGates; a problem when it is not a list. */
+export function templateGateTypes(gates: unknown, object: string): { gates: NamedGate[]; problems: Unreadable[] } {
+  if (gates === undefined) return { gates: [], problems: [] };
   if (!Array.isArray(gates)) {
-    found.problems.push({ object, field: 'spec.template.spec.readinessGates', problem: 'not a list' });
-    return found;
+    return { gates: [], problems: [{ object, field: 'spec.template.spec.readinessGates', problem: 'not a list' }] };
   }
-  for (const gate of gates) {
-    const type = record(gate)?.conditionType;
-    if (typeof type !== 'string') continue;
+  const types = gates.map((g) => record(g)?.conditionType).filter((t): t is string => typeof t === 'string');
+  return { gates: types.map((type) => ({ type, namedBy: 'the pod template' })), problems: [] };
+}
+
+/**
+ * Pod-aware load balancers known only by a readiness gate of theirs that is
+ * named for the App's pods, each one whose Service is not said. A gate named
+ * twice counts once; the gate of a TargetGroupBinding already found, not at all.
+ */
+export function gateLbs(gates: readonly NamedGate[], object: string, known: readonly PodAwareLb[]): PodAwareLb[] {
+  const lbs: PodAwareLb[] = [];
+  const seen = new Set<string>();
+  for (const { type, namedBy } of gates) {
     const lb = LB_GATES.find((g) => type.startsWith(g.prefix));
-    if (!lb) continue;
+    if (!lb || seen.has(type)) continue;
+    seen.add(type);
     const tgb = type.startsWith(AWS_GATE_PREFIX) ? `TargetGroupBinding/${type.slice(AWS_GATE_PREFIX.length)}` : '';
     if (known.some((k) => k.object === tgb)) continue;
-    found.lbs.push({
+    lbs.push({
       object,
-      what: `a load balancer of ${lb.what} (the pod template names its readiness gate ${type})`,
+      what: `a load balancer of ${lb.what} (${namedBy} names its readiness gate ${type})`,
       service: undefined,
       drain: { unknown: `the readiness gate ${type} does not say how long its load balancer drains` },
     });
   }
-  return found;
+  return lbs;
 }

@@ -345,6 +345,7 @@ describe('TEAL-INPUT-001: a value that cannot be read is a finding, never an exc
 
   it.each([
     [{ terminationGracePeriodSeconds: 'long' }, {}, 'spec.template.spec.terminationGracePeriodSeconds'],
+    [{ readinessGates: 'target-health.lb-model.teal.dev/edge' }, {}, 'spec.template.spec.readinessGates'],
     [{}, { lifecycle: 'stop' }, 'spec.template.spec.containers[0].lifecycle'],
     [
       {},
