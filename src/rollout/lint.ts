@@ -317,7 +317,11 @@ export function findLoadBalancers(input: LintInput): Found {
     (app.spec.template.spec as Record<string, unknown>).readinessGates,
     appObject(app),
   );
-  const gates = gateLbs(template.gates, appObject(app), lbs);
+  const switched = (app.spec.strategy.blueGreen.switch?.readinessGates ?? []).map((type) => ({
+    type,
+    namedBy: 'strategy.blueGreen.switch.readinessGates',
+  }));
+  const gates = gateLbs([...template.gates, ...switched], appObject(app), lbs);
   return { lbs: [...lbs, ...gates], problems: [...parts.flatMap((p) => p.problems), ...template.problems] };
 }
 

@@ -72,8 +72,8 @@ const AWS_GATE_PREFIX = 'target-health.elbv2.k8s.aws/';
 /** The gate prefix of the test harness's load balancer model, which the model takes from here (test/cluster/data-plane/lb-plan.ts). */
 export const LB_MODEL_GATE_PREFIX = 'target-health.lb-model.teal.dev/';
 export const LB_GATES: readonly { prefix: string; what: string }[] = [
-  { prefix: AWS_GATE_PREFIX, what: 'the AWS Load Balancer Controller' },
-  { prefix: 'cloud.google.com/load-balancer-neg-ready', what: 'GKE NEG' },
+  { prefix: AWS_GATE_PREFIX, what: 'a load balancer of the AWS Load Balancer Controller' },
+  { prefix: 'cloud.google.com/load-balancer-neg-ready', what: 'a GKE load balancer through a NEG' },
   { prefix: LB_MODEL_GATE_PREFIX, what: "the test harness's load balancer model" },
 ];
 
@@ -349,7 +349,7 @@ export function gateLbs(gates: readonly NamedGate[], object: string, known: read
     if (known.some((k) => k.object === tgb)) continue;
     lbs.push({
       object,
-      what: `a load balancer of ${lb.what} (${namedBy} names its readiness gate ${type})`,
+      what: `${lb.what} (${namedBy} names its readiness gate ${type})`,
       service: undefined,
       drain: { unknown: `the readiness gate ${type} does not say how long its load balancer drains` },
     });

@@ -267,7 +267,7 @@ describe.each(CLI_FROM)('kubectl teal lint, run from the %s', (from: CliFrom) =>
     expect(report.drain).toBeUndefined();
   });
 
-  it("warns of a GKE NEG on the active Service, and of the test harness's load balancer gate in the template", async () => {
+  it("warns of a GKE NEG on the active Service, and of the test harness's load balancer gate in the template or the switch", async () => {
     await createApp(ns, lintedApp('neg', { ...PROBE, ...SAFE_SHUTDOWN }, { terminationGracePeriodSeconds: 60 }));
     await userService(ns, 'neg', { 'cloud.google.com/neg': '{"ingress": true}' });
     const neg = await lintJson('neg', '--drain', '30s');
@@ -288,6 +288,23 @@ describe.each(CLI_FROM)('kubectl teal lint, run from the %s', (from: CliFrom) =>
     ]);
     expect(gated.report.findings.find((f) => f.rule === 'TEAL-TRAFFIC-001')?.message).toContain(
       'target-health.lb-model.teal.dev/edge',
+    );
+
+    // The gate a drain-verified switch waits for marks the load balancer too.
+    const verified = lintedApp('verified', { ...PROBE, ...SAFE_SHUTDOWN }, { terminationGracePeriodSeconds: 60 });
+    verified.spec.strategy = {
+      blueGreen: {
+        ...verified.spec.strategy?.blueGreen,
+        switch: { readinessGates: ['target-health.lb-model.teal.dev/edge'] },
+      },
+    };
+    await createApp(ns, verified);
+    const switched = await lintJson('verified', '--drain', '30s');
+    expect(switched.result.code, switched.result.stderr).toBe(1);
+    const traffic = switched.report.findings.filter((f) => f.rule === 'TEAL-TRAFFIC-001');
+    expect(traffic.map((f) => f.object)).toEqual(['App/verified']);
+    expect(traffic[0]?.message).toContain(
+      "the test harness's load balancer model (strategy.blueGreen.switch.readinessGates names its readiness gate target-health.lb-model.teal.dev/edge)",
     );
   });
 

@@ -282,6 +282,42 @@ describe('TEAL-TRAFFIC-001', () => {
     expect(rules(input(slotted)).filter(([rule]) => rule === 'TEAL-TRAFFIC-001')).toEqual([]);
   });
 
+  it('finds a load balancer by a gate the drain-verified switch waits for, once however often it is named', () => {
+    const a = app(
+      { ...PROBE, ...SAFE_SHUTDOWN },
+      {
+        terminationGracePeriodSeconds: 60,
+        readinessGates: [{ conditionType: 'target-health.elbv2.k8s.aws/web-tg' }],
+      },
+    );
+    a.spec.strategy.blueGreen.switch = {
+      readinessGates: [
+        'target-health.elbv2.k8s.aws/web-tg',
+        'cloud.google.com/load-balancer-neg-ready',
+        'example.com/ready',
+      ],
+      timeoutSeconds: 300,
+    };
+    const report = lint(input(a, { drainSeconds: 30 }));
+    expect(report.loadBalancers.map((lb) => lb.what)).toEqual([
+      'a load balancer of the AWS Load Balancer Controller (the pod template names its readiness gate target-health.elbv2.k8s.aws/web-tg)',
+      'a GKE load balancer through a NEG (strategy.blueGreen.switch.readinessGates names its readiness gate cloud.google.com/load-balancer-neg-ready)',
+    ]);
+    expect(rules(input(a, { drainSeconds: 30 }))).toEqual([
+      ['TEAL-TRAFFIC-001', 'warning', 'App/web'],
+      ['TEAL-TRAFFIC-001', 'warning', 'App/web'],
+    ]);
+    // The TargetGroupBinding of that gate, once read, is the load balancer itself.
+    const bound = input(a, {
+      drainSeconds: 30,
+      targetGroupBindings: items({
+        metadata: { name: 'web-tg' },
+        spec: { serviceRef: { name: 'web' }, targetType: 'ip' },
+      }),
+    });
+    expect(lint(bound).loadBalancers.map((lb) => lb.object)).toEqual(['TargetGroupBinding/web-tg', 'App/web']);
+  });
+
   it('with slots, still warns for a load balancer left on the active Service, naming the slots', () => {
     const report = lint(input(withSlots(safe()), { ingresses: items(ingress('web', 'web', IP)), drainSeconds: 0 }));
     expect(report.findings).toHaveLength(1);
