@@ -143,6 +143,28 @@ export const fullyAvailable = (rs: V1ReplicaSet | undefined): boolean => {
   );
 };
 
+/** A ReplicaSet scaled to 0 with no pod left: it serves nothing, so nothing it serves can fail. */
+const drained = (rs: V1ReplicaSet) => (rs.spec?.replicas ?? 0) === 0 && (rs.status?.replicas ?? 0) === 0;
+
+/**
+ * Invariant 1 (DESIGN §5), the one rule for every routing object Teal writes:
+ * traffic goes only where every ReplicaSet serving it is fully available.
+ * `serving` holds the ReplicaSets one routing target selects (an active
+ * Service's revision; the ReplicaSets in a slot that a route gives a weight);
+ * a drained one serves nothing, and at least one must have pods, or the
+ * traffic has nowhere to go. An abort returns traffic to stable while stable
+ * is up: no exception is needed for it. Returns why not, or undefined.
+ */
+export function unavailableServing(serving: (V1ReplicaSet | undefined)[]): string | undefined {
+  const live = serving.filter((rs): rs is V1ReplicaSet => rs !== undefined && !drained(rs));
+  if (live.length === 0) return 'no ReplicaSet with pods serves it';
+  const bad = live.filter((rs) => !fullyAvailable(rs));
+  if (bad.length === 0) return undefined;
+  return bad
+    .map((rs) => `ReplicaSet ${rs.metadata?.name} was ${JSON.stringify(rs.status)} of ${rs.spec?.replicas}`)
+    .join('; ');
+}
+
 /**
  * Invariant 1, checked at every change of an active Service in a namespace:
  * the selector never points at a ReplicaSet that is not fully available.
@@ -165,11 +187,8 @@ export async function watchActiveServices(
       seen.set(name, hash);
       checks += 1;
       void replicaSetOf(namespace, app, hash).then((rs) => {
-        if (!fullyAvailable(rs)) {
-          violations.push(
-            `${name} switched to ${hash} while its ReplicaSet was ${JSON.stringify(rs?.status)} of ${rs?.spec?.replicas}`,
-          );
-        }
+        const why = unavailableServing([rs]);
+        if (why) violations.push(`${name} switched to ${hash} while ${why}`);
       });
     },
   );
@@ -177,18 +196,20 @@ export async function watchActiveServices(
 }
 
 /**
- * Invariant 1 for ping-pong Apps, checked at every change of an HTTPRoute in a
- * namespace: a slot the route gives a weight to holds only ReplicaSets that are
- * fully available (or none with pods). `slots` maps each slot Service to its App
- * and slot; routes to other Services are not checked. An abort may point back at
- * the stable slot while it is up: that is no exception here either.
+ * Invariant 1 for ping-pong Apps, checked at every change of the weights of an
+ * HTTPRoute in a namespace: every backendRef of weight > 0 to a slot Service
+ * is served only by fully available ReplicaSets (unavailableServing, the rule
+ * the active Services are held to). `slots` maps each slot Service to its App
+ * and slot (its selector); backendRefs to other Services are not Teal's and
+ * are not checked.
  */
 export async function watchRoutes(
   namespace: string,
   slots: Record<string, { app: string; slot: string }>,
-): Promise<{ violations: string[]; checks: () => number; stop: () => void }> {
+): Promise<{ violations: string[]; checks: () => number; settled: () => Promise<void>; stop: () => void }> {
   const violations: string[] = [];
   let checks = 0;
+  const pending = new Set<Promise<void>>();
   const seen = new Map<string, string>();
   type Route = {
     metadata?: { name?: string };
@@ -207,21 +228,25 @@ export async function watchRoutes(
       for (const target of served) {
         if (!target) continue;
         checks += 1;
-        void replicaSetsOf(namespace, target.app).then((all) => {
-          const inSlot = all.filter((rs) => rs.spec?.template?.metadata?.labels?.[LABEL_SLOT] === target.slot);
-          for (const rs of inSlot) {
-            if ((rs.spec?.replicas ?? 0) === 0 && (rs.status?.replicas ?? 0) === 0) continue;
-            if (!fullyAvailable(rs)) {
-              violations.push(
-                `HTTPRoute ${route.metadata?.name} sent traffic to slot ${target.slot} while ReplicaSet ${rs.metadata?.name} there was ${JSON.stringify(rs.status)} of ${rs.spec?.replicas}`,
-              );
-            }
-          }
-        });
+        const what = `HTTPRoute ${route.metadata?.name} sent traffic to slot ${target.slot}`;
+        const check = replicaSetsOf(namespace, target.app)
+          .then((all) => {
+            const inSlot = all.filter((rs) => rs.spec?.template?.metadata?.labels?.[LABEL_SLOT] === target.slot);
+            const why = unavailableServing(inSlot);
+            if (why) violations.push(`${what} while ${why}`);
+          })
+          // A check that could not be made is no pass.
+          .catch((err: unknown) => void violations.push(`${what}, unchecked: ${String(err)}`))
+          .finally(() => pending.delete(check));
+        pending.add(check);
       }
     },
   );
-  return { violations, checks: () => checks, stop };
+  /** Resolves once every check begun so far has its verdict. */
+  const settled = async () => {
+    await Promise.allSettled([...pending]);
+  };
+  return { violations, checks: () => checks, settled, stop };
 }
 
 /** A first release of e2eApp(name), a new image into preview, and its promotion. */
