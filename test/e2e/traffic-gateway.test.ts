@@ -110,6 +110,8 @@ describe.skipIf(skip !== undefined)(`the Gateway API gateway${skip ? ` (skipped:
     for (let i = 0; i < n; i++) out.push((await dp?.request(gw.url, 20_000)) ?? { t: 0, error: 'no data plane' });
     return out;
   };
+  const startGatewayOn = (name: string) =>
+    dp ? startGateway(dp, { name, namespace: ns }) : Promise.reject(new Error('no data plane'));
   const service = (name: string, color: string) =>
     core.createNamespacedService({
       namespace: ns,
@@ -254,6 +256,33 @@ describe.skipIf(skip !== undefined)(`the Gateway API gateway${skip ? ` (skipped:
       const s = await waitForStatus(generation);
       return s.ResolvedRefs?.status === 'True' ? true : undefined;
     });
+  });
+
+  it('without podAware: follows the ready endpoints at once, with no health-check delay, and sets no gate', async () => {
+    const plain = await startGatewayOn('plain');
+    await custom.createNamespacedCustomObject({
+      ...routeApi,
+      namespace: ns,
+      body: {
+        apiVersion: `${GROUP}/v1`,
+        kind: 'HTTPRoute',
+        metadata: { name: 'plain' },
+        spec: { parentRefs: [{ name: 'plain' }], rules: [{ backendRefs: [{ name: 'web-ping', port: 80 }] }] },
+      },
+    });
+    const targets = await waitFor('2 targets of web-ping', async () => {
+      const t = plain.targets().filter((x) => x.service === 'web-ping' && x.state === 'healthy');
+      return t.length === 2 ? t : undefined;
+    });
+    for (const t of targets) expect(t.registeredAt).toBe(t.seenAt);
+    const blue = hashOf((await pods('blue'))[0]);
+    expect((await dp?.request(plain.url, 20_000))?.revision).toBe(blue);
+    // Its own route only: the web route is the other gateway's, which this one leaves alone.
+    const web = await getRoute();
+    expect(web.status?.parents?.length).toBe(1);
+    const gates = (await pods('blue')).flatMap((p) => p.status?.conditions ?? []).map((c) => c.type);
+    expect(gates).not.toContain(`${LB_GATE_PREFIX}plain`);
+    await plain.stop();
   });
 
   it('pod-aware: a new backend gets requests only once its targets are registered, and its pods the gate (then Ready)', async () => {
