@@ -13,12 +13,14 @@
 
 import { type Check, MAX_MESSAGE_LENGTH, MAX_VALUE_LENGTH } from '../app/analysis-schema.ts';
 import { MASK } from '../app/mask.ts';
+import type { TrafficCheck } from '../app/traffic-schema.ts';
 import { egressRefusalOf } from '../kube/egress.ts';
 import type { Resolved } from './args.ts';
 import { type Judgement, resultProblem, show } from './condition.ts';
 import type { JudgeRequest } from './condition-pool.ts';
 import { selectJsonPath } from './jsonpath.ts';
 import { bounded, type MeasurementResult } from './measurement.ts';
+import { type Expected, judgeSeen, readRevision } from './traffic.ts';
 
 /** The most of an answer Teal reads: far above a health or metrics answer, and bounded memory per check. */
 export const MAX_ANSWER_BYTES = 1024 * 1024;
@@ -59,6 +61,40 @@ export async function measureWeb({ check, redact }: Measured, options: JudgedOpt
     return await verdict(result.value, check, redact, options);
   } catch (error) {
     return errorResult(`the measurement failed: ${errorText(error)}`, redact);
+  }
+}
+
+/**
+ * The traffic check's request (traffic.ts): the same request, deadline, egress
+ * and masking as a web check's, judged by the revision the answer names
+ * rather than by conditions.
+ */
+export async function measureRevision(
+  { check, redact }: Measured,
+  read: Pick<TrafficCheck, 'revisionHeader' | 'jsonPath'>,
+  expected: Expected,
+  options: MeasureOptions,
+): Promise<MeasurementResult> {
+  try {
+    const web = check.provider.web;
+    if (!web) return errorResult('the check has no web provider', redact);
+    const answer = await send(web.url, webRequest(web), {
+      ...options,
+      timeoutSeconds: web.timeoutSeconds,
+      timeoutField: 'timeoutSeconds',
+    });
+    if (!answer.ok) return errorResult(answer.error, redact);
+    if (answer.status < 200 || answer.status > 299) {
+      return errorResult(`answered ${statusLine(answer)}: a traffic check needs a 2xx answer`, redact);
+    }
+    const result = judgeSeen(readRevision(answer, read), expected);
+    return {
+      ...result,
+      ...(result.value !== undefined ? { value: bounded(redact(result.value), MAX_VALUE_LENGTH) } : {}),
+      ...(result.message !== undefined ? { message: bounded(redact(result.message), MAX_MESSAGE_LENGTH) } : {}),
+    };
+  } catch (error) {
+    return errorResult(`the request failed: ${errorText(error)}`, redact);
   }
 }
 
@@ -143,7 +179,9 @@ export function errorResult(text: string, redact: Redact): MeasurementResult {
 
 // ---- HTTP, shared with prometheus.ts ----
 
-export type Answer = { ok: true; status: number; statusText: string; text: string } | { ok: false; error: string };
+export type Answer =
+  | { ok: true; status: number; statusText: string; headers: Headers; text: string }
+  | { ok: false; error: string };
 
 export interface SendOptions extends MeasureOptions {
   timeoutSeconds: number;
@@ -174,7 +212,13 @@ export async function send(url: string, init: RequestInit, options: SendOptions)
     }
     const body = await readBounded(response);
     if (!body.ok) return body;
-    return { ok: true, status: response.status, statusText: response.statusText, text: body.text };
+    return {
+      ok: true,
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+      text: body.text,
+    };
   } catch (error) {
     if (timeout.aborted) {
       return { ok: false, error: `no answer within ${options.timeoutSeconds}s (${options.timeoutField})` };

@@ -52,13 +52,13 @@ const objectName = (what: string) =>
 // the URL again once they are replaced.
 const HTTP_URL = /^(https?:\/\/|\{\{)[^\s]+$/;
 // RFC 9110 token.
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+export const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const ENV_NAME = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
 const SECRET_KEY = /^[-._a-zA-Z0-9]+$/;
 /** Argument names, as `{{args.<name>}}` spells them. */
 export const ARG_NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 
-const httpUrl = (what: string) =>
+export const httpUrl = (what: string) =>
   z.string().min(1).max(2048).regex(HTTP_URL, `${what} must start with http:// or https://, or with a placeholder`);
 
 export const SecretKeyRefSchema = z
@@ -82,7 +82,7 @@ const HeaderSchema = z.strictObject({
     .describe('May hold {{args.<name>}}; an argument from a Secret keeps the value out of status.'),
 });
 
-const headers = z
+export const headers = z
   .array(HeaderSchema)
   .max(32)
   .optional()
@@ -459,7 +459,7 @@ export const AppArgumentSchema = withRules(
   ],
 ).describe('A value for {{args.<name>}}: given to the templates, and to the inline metrics.');
 
-const args = <S extends z.ZodType<{ name: string }>>(item: S) =>
+export const args = <S extends z.ZodType<{ name: string }>>(item: S) =>
   z.array(item).max(32).superRefine(uniqueNames('argument')).meta(listMap('name')).optional();
 
 // ---- the template resource ----

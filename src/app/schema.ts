@@ -18,6 +18,7 @@ import {
   QUALIFIED_NAME,
 } from './patterns.ts';
 import { matching, type Rule, withRules } from './rules.ts';
+import { REVISION_ENV, TrafficCheckSchema, TrafficCheckStatusSchema } from './traffic-schema.ts';
 
 const matches = (maxLength: number, pattern: RegExp, message: string) =>
   withRules(z.string().max(maxLength), [matching(pattern, message)]);
@@ -201,6 +202,9 @@ export const SwitchSchema = z
       .describe(
         'How long after the switch verification may take; past it the App says what is missing (condition SwitchVerified, a Warning Event) and the old revision stays up.',
       ),
+    trafficCheck: TrafficCheckSchema.optional().describe(
+      'A GET of the URL users reach after the switch, repeated until the new revision has answered consecutiveSuccessLimit times in a row: part of verifying the switch, within timeoutSeconds.',
+    ),
   })
   .describe(
     "Drain-verified switch: the old revision's scaleDownDelaySeconds starts only once the active Service's EndpointSlices list only the new revision's pods, all ready and serving, and every readinessGates condition is True on them (docs/blue-green.md). Absent: the delay starts at the switch, as in Argo Rollouts.",
@@ -359,6 +363,12 @@ export const AppSpecSchema = withRules(
     revisionHistoryLimit: z.int().min(0).max(100).default(5),
     progressDeadlineSeconds: z.int().min(1).default(600),
     paused: z.boolean().default(false),
+    revisionEnv: z
+      .boolean()
+      .default(false)
+      .describe(
+        `Puts ${REVISION_ENV} in every container: the revision's pod-template hash, read from the pod's own label (Downward API), so an app can report which revision answered (for a traffic check, logs, metrics). Added when a revision's ReplicaSet is made, outside the pod-template hash: turning it on changes no revision, and takes effect with the next one.`,
+      ),
     notifications: NotificationsSchema.optional(),
   }),
   specRules,
@@ -379,6 +389,7 @@ export const CONDITION_TYPES = [
   'NotificationsDelivered',
   'ConfigCopyMissing',
   'SwitchVerified',
+  'TrafficChecked',
   'Ready',
 ] as const;
 
@@ -600,6 +611,7 @@ export const AppStatusSchema = z.strictObject({
   notifications: NotificationsStatusSchema.optional(),
   prePromotionAnalysis: AppAnalysisRunSchema.optional(),
   postPromotionAnalysis: AppAnalysisRunSchema.optional(),
+  trafficCheck: TrafficCheckStatusSchema.optional(),
   handledIntents: HandledIntentsSchema.optional(),
   // Counted as Argo Rollouts counts a blue/green Rollout (src/rollout/counts.ts).
   replicas: z.int().min(0).optional().describe('Pods of all revisions.'),

@@ -4,6 +4,7 @@
 import type { V1Job, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
 import { ANN_COMMIT, ANN_IMAGE, ANN_REVISION, LABEL_HASH } from '../app/labels.ts';
 import type { AnalysisKind, AppAnalysisRun } from '../app/schema.ts';
+import type { TrafficCheckStatus } from '../app/traffic-schema.ts';
 import type { AppObject } from './kube.ts';
 import { since } from './kube.ts';
 import { age, type Colour, paint, showProgress, showStatus, table } from './output.ts';
@@ -78,6 +79,8 @@ export interface AppView {
   ready?: number;
   available?: number;
   build?: BuildView;
+  /** The traffic check of the latest switch, as status has it. */
+  trafficCheck?: TrafficCheckStatus;
   revisions: RevisionView[];
   /** Kinds the user may not list, so left out: replicasets, pods, jobs. */
   hidden?: string[];
@@ -271,6 +274,7 @@ export function appView(
     ...(status.readyReplicas !== undefined ? { ready: status.readyReplicas } : {}),
     ...(status.availableReplicas !== undefined ? { available: status.availableReplicas } : {}),
     ...(build ? { build } : {}),
+    ...(status.trafficCheck ? { trafficCheck: status.trafficCheck } : {}),
     revisions: [...revisions.values()].sort((a, b) => b.revision - a.revision),
     ...(hidden.length > 0 ? { hidden: [...hidden] } : {}),
   };
@@ -314,6 +318,7 @@ function summaryLines(view: AppView, colour: boolean): string[] {
       ),
     );
   }
+  if (view.trafficCheck) lines.push(field('Traffic check', trafficLine(view.trafficCheck, colour)));
   const images = view.revisions
     .filter((r) => r.marks.length > 0)
     .map((r) => `${r.image} (${sortedMarks(r.marks).join(', ')})`);
@@ -418,6 +423,11 @@ function revisionRows(draw: Draw, view: AppView, revision: RevisionView, prefix:
 
 /** Measurements shown per check: the latest; -o yaml has the ten status keeps. */
 const SHOWN_MEASUREMENTS = 3;
+
+/** The traffic check in one line: where it stands, and its message (the count, the host, what answered last). */
+export function trafficLine(check: TrafficCheckStatus, colour: boolean): string {
+  return `revision ${check.revision}: ${showProgress(check.phase, colour)}${check.message ? ` - ${check.message}` : ''}`;
+}
 
 export const RUN_NAMES: Record<AnalysisKind, string> = {
   pre: 'pre-promotion checks',

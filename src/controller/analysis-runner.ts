@@ -14,6 +14,9 @@
 //
 // Secrets named by arguments are read when a measurement is taken, never
 // kept, and masked in whatever comes back (args.ts).
+//
+// The switch's traffic check (analysis/traffic.ts) goes out the same way, as
+// a web request whose answer is judged by the revision it names.
 import type { Logger } from 'pino';
 import { bindArgs, builtinEnv, resolveCheck, secretRefs } from '../analysis/args.ts';
 import { ConditionPool, type JudgeRequest } from '../analysis/condition-pool.ts';
@@ -21,7 +24,7 @@ import { type AnalysisJobRef, analysisJobManifest } from '../analysis/job.ts';
 import type { MeasurementResult } from '../analysis/measurement.ts';
 import { measurePrometheus } from '../analysis/prometheus.ts';
 import { MEASUREMENT_WRITE_GAP_MS } from '../analysis/run.ts';
-import { errorText, measureWeb } from '../analysis/web.ts';
+import { errorText, measureRevision, measureWeb } from '../analysis/web.ts';
 import type { SecretKeyRef } from '../app/analysis-schema.ts';
 import { errorMessage } from '../kube/errors.ts';
 import type { MeasureRequest } from '../rollout/cluster-actions.ts';
@@ -163,6 +166,10 @@ export class AnalysisRunner {
     const { provider } = resolved.check;
     const judge = (judged: JudgeRequest, abort?: AbortSignal) => this.conditions.judge(app.key, judged, abort);
     const options = { signal, judge, ...(this.o.fetch ? { fetch: this.o.fetch } : {}) };
+    if (request.revision) {
+      const { read, expected } = request.revision;
+      return measureRevision(resolved, read, expected, { signal, ...(this.o.fetch ? { fetch: this.o.fetch } : {}) });
+    }
     if (provider.web) return measureWeb(resolved, options);
     if (provider.prometheus) return measurePrometheus(resolved, options);
     return this.startJob(app, request, resolved.check);

@@ -7,6 +7,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import { inFlight } from '../analysis/run.ts';
+import { trafficInFlight } from '../analysis/traffic.ts';
 import type { AnalysisTemplateSpec } from '../app/analysis-schema.ts';
 import { APPS_INDEX, type CachedApp, JOBS_INDEX } from '../app/cached.ts';
 import type { ValueProblem } from '../app/cluster-values.ts';
@@ -505,6 +506,8 @@ export class Reconciler {
         return run ? inFlight(run).map((m) => m.key) : [];
       }),
     );
+    const traffic = trafficInFlight(r.status.trafficCheck);
+    if (traffic !== undefined) keys.add(traffic);
     this.o.analysis.dispatch({ key: r.key, namespace, name, uid: uid ?? '' }, r.measurements ?? [], keys);
   }
 

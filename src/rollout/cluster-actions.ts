@@ -4,10 +4,12 @@
 // union of every planner's actions lives) carries them out in order.
 import type { ArgSource, Builtins } from '../analysis/args.ts';
 import type { MeasureAction } from '../analysis/run.ts';
+import type { Expected } from '../analysis/traffic.ts';
 import type { Check } from '../app/analysis-schema.ts';
 import type { Slot } from '../app/labels.ts';
 import type { OwnerReference } from '../app/owner.ts';
 import type { AnalysisKind } from '../app/schema.ts';
+import type { TrafficCheck } from '../app/traffic-schema.ts';
 import type { ConfigCopy, ConfigKind } from './config-refs.ts';
 import type { ReplicaSetManifest } from './replicaset.ts';
 import type { JsonPatchOp } from './route.ts';
@@ -37,8 +39,11 @@ export type RolloutAction =
  * The check still holds its placeholders: only the controller reads Secrets.
  */
 export type MeasureRequest = Omit<MeasureAction, 'type' | 'check'> & {
-  kind: AnalysisKind;
+  /** traffic: the switch's traffic check (analysis/traffic.ts), a web request judged by the revision it names. */
+  kind: AnalysisKind | 'traffic';
   check: Check;
   args: ArgSource[];
   builtins: Builtins;
+  /** The traffic check's: where the answer names its revision, and the revision expected. */
+  revision?: { read: Pick<TrafficCheck, 'revisionHeader' | 'jsonPath'>; expected: Expected };
 };

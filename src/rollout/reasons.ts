@@ -45,6 +45,11 @@ export const ConditionReason = {
   SwitchVerifying: 'SwitchVerifying',
   /** Past timeoutSeconds and still not: the old revision stays up; the message says what is missing. */
   SwitchNotVerified: 'SwitchNotVerified',
+  // TrafficChecked: set while a traffic check is configured (traffic-check.ts), absent before.
+  TrafficCheckRunning: 'TrafficCheckRunning',
+  TrafficCheckPassed: 'TrafficCheckPassed',
+  /** Not seen the new revision enough times in a row within the bound: the old revision stays up. */
+  TrafficCheckFailed: 'TrafficCheckFailed',
 } as const;
 
 /** Reasons on the Events the planner records on the App. */
@@ -106,6 +111,11 @@ export const EventReason = {
   SwitchVerified: 'SwitchVerified',
   /** Not verified within timeoutSeconds: what is missing; the previous revision stays up. */
   SwitchNotVerified: 'SwitchNotVerified',
+  // The switch's traffic check (traffic-check.ts).
+  TrafficCheckStarted: 'TrafficCheckStarted',
+  TrafficCheckPassed: 'TrafficCheckPassed',
+  /** A Warning naming the URL's host and what it answered: the old revision stays up. */
+  TrafficCheckFailed: 'TrafficCheckFailed',
 } as const;
 
 /**

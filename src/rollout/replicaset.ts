@@ -13,6 +13,7 @@ import {
 } from '../app/labels.ts';
 import { ownerReference } from '../app/owner.ts';
 import type { App, RevisionStatus } from '../app/schema.ts';
+import { REVISION_ENV } from '../app/traffic-schema.ts';
 import { ANN_CONFIG_COPIES, type ConfigCopy, formatCopies } from './config-refs.ts';
 import type { ObservedReplicaSet } from './observed.ts';
 
@@ -51,9 +52,33 @@ export function revisionTemplate(
   return template;
 }
 
+/**
+ * TEAL_REVISION in every container (spec.revisionEnv), from the pod's own
+ * hash label through the Downward API: the same text in every revision, so it
+ * says which revision a pod belongs to without depending on it. Added here,
+ * when the ReplicaSet is made, not to the template the hash is taken of: an
+ * App that turns it on keeps its revisions. A container that sets the
+ * variable itself keeps its own.
+ */
+export function withRevisionEnv(spec: App['spec']['template']['spec']): App['spec']['template']['spec'] {
+  const add = (container: Record<string, unknown>) => {
+    const env = Array.isArray(container.env) ? (container.env as { name?: unknown }[]) : [];
+    if (env.some((e) => e.name === REVISION_ENV)) return container;
+    const fieldRef = { fieldPath: `metadata.labels['${LABEL_HASH}']` };
+    return { ...container, env: [...env, { name: REVISION_ENV, valueFrom: { fieldRef } }] };
+  };
+  const init = spec.initContainers;
+  return {
+    ...spec,
+    containers: spec.containers.map(add) as typeof spec.containers,
+    ...(Array.isArray(init) ? { initContainers: init.map(add) } : {}),
+  };
+}
+
 /** slot: ping-pong, the slot its pods run in, on the pod template only (not the selector, not the hash). */
 export function replicaSetManifest(app: App, revision: Revision, number: number, replicas: number, slot?: Slot) {
   const template = revisionTemplate(app, revision.image, revision.template);
+  if (app.spec.revisionEnv) template.spec = withRevisionEnv(template.spec);
   const selector = selectorLabels(app, revision.hash);
   return {
     apiVersion: 'apps/v1',

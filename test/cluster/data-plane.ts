@@ -120,6 +120,13 @@ export interface DataPlane {
    * HTTPRoute attached to the Gateway, listening at an address of its own here. The CRDs must be installed.
    */
   gateway: (options: GatewayOptions) => Promise<GatewayModel>;
+  /**
+   * A way in from outside the namespace: http://127.0.0.1:<port> on the host, each connection made again
+   * inside the namespace to host:port (a ClusterIP, a load balancer's listener), as a node port or an
+   * external load balancer takes clients to a Service. What the operator, which runs on the host, can
+   * reach, for the traffic check. Closed with the data plane.
+   */
+  entry: (host: string, port: number) => Promise<string>;
   stop: () => Promise<void>;
 }
 
@@ -323,11 +330,21 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
       balancers.push(started);
       return started;
     };
+    const entries: net.Server[] = [];
+    const entry = async (host: string, port: number) => {
+      const socket = join(dir, `entry-${entries.length + 1}.sock`);
+      await call('/entry/open', { socket, host, port });
+      const server = relayServer(() => net.connect(socket));
+      entries.push(server);
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      return `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+    };
     const stopAll = async () => {
+      for (const server of entries) server.close();
       for (const lb of balancers) await lb.stop().catch((err) => log(`load balancer: ${String(err)}`));
       await stop();
     };
-    return dataPlaneApi(name, call, kubelet, { loadBalancer, gateway }, stopAll);
+    return dataPlaneApi(name, call, kubelet, { loadBalancer, gateway, entry }, stopAll);
   } catch (err) {
     log(`data plane ${name} failed to start; kube-proxy said: ${tail(join(dir, 'kube-proxy.log'))}`);
     await stop();
@@ -388,7 +405,7 @@ function dataPlaneApi(
   name: string,
   call: Control,
   kubelet: Kubelet,
-  balancers: Pick<DataPlane, 'loadBalancer' | 'gateway'>,
+  ways: Pick<DataPlane, 'loadBalancer' | 'gateway' | 'entry'>,
   stop: () => Promise<void>,
 ): DataPlane {
   return {
@@ -407,7 +424,7 @@ function dataPlaneApi(
     probeFailures: (key) => kubelet.probeFailures.get(key) ?? 0,
     serving: async () => (await call<Serving>('/serving')).keys.map(podKeyOf),
     stopping: async () => (await call<Serving>('/serving')).stopping.map(podKeyOf),
-    ...balancers,
+    ...ways,
     stop,
   };
 }

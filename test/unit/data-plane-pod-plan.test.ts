@@ -50,6 +50,19 @@ describe('podServe', () => {
     expect(podServe(p)).toMatchObject({ revision: 'argo1' });
   });
 
+  it('answers the TEAL_REVISION its app container has, resolving the Downward API as a kubelet does', () => {
+    const fieldRef = { fieldPath: "metadata.labels['pod-template-hash']" };
+    expect(podServe(pod({ env: [{ name: 'TEAL_REVISION', valueFrom: { fieldRef } }] }))).toMatchObject({
+      tealRevision: 'abc',
+    });
+    expect(podServe(pod({ env: [{ name: 'TEAL_REVISION', value: 'v7' }] }))).toMatchObject({ tealRevision: 'v7' });
+    const named = { fieldRef: { fieldPath: 'metadata.name' } };
+    expect(podServe(pod({ env: [{ name: 'TEAL_REVISION', valueFrom: named }] }))).toMatchObject({
+      tealRevision: 'web-1',
+    });
+    expect(podServe(pod())).not.toHaveProperty('tealRevision');
+  });
+
   it('serves nothing for a pod that is not Running or has no IP yet', () => {
     expect(podServe(pod({}, { status: { phase: 'Pending', podIP: '10.244.0.7' } }))).toBeUndefined();
     expect(podServe(pod({}, { status: { phase: 'Running' } }))).toBeUndefined();

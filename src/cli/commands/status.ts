@@ -7,7 +7,7 @@ import { CliError, EXIT, UsageError } from '../errors.ts';
 import type { Flags } from '../flags.ts';
 import { type AppObject, oneAtATime, Session } from '../kube.ts';
 import { formatData, showProgress, showStatus, useColour } from '../output.ts';
-import { RUN_NAMES } from '../tree.ts';
+import { RUN_NAMES, trafficLine } from '../tree.ts';
 
 const DEFAULT_TIMEOUT = '5m';
 
@@ -59,11 +59,15 @@ export async function status(args: string[], flags: Flags): Promise<number> {
   const human = flags.output === undefined;
   let said = '';
   let saidChecks = '';
+  let saidTraffic = '';
   let saidNotifications = '';
   const say = (app: AppObject) => {
     const checks = checksLine(app, colour);
     if (human && checks !== saidChecks && checks !== '') process.stdout.write(`${checks}\n`);
     saidChecks = checks;
+    const traffic = trafficCheckLine(app, colour);
+    if (human && traffic !== saidTraffic && traffic !== '') process.stdout.write(`${traffic}\n`);
+    saidTraffic = traffic;
     const notifications = notificationsLine(app);
     if (human && notifications !== saidNotifications && notifications !== '') {
       process.stdout.write(`${notifications}\n`);
@@ -132,6 +136,13 @@ export function notificationsLine(app: AppObject): string {
   return `notifications: ${[waiting, trouble].filter((s) => s !== '').join('; ')}`;
 }
 
+/** The line `status` prints about the traffic check of the revision active now, when it has one. */
+export function trafficCheckLine(app: AppObject, colour: boolean): string {
+  const check = app.status?.trafficCheck;
+  if (!check || check.podTemplateHash !== app.status?.active?.podTemplateHash) return '';
+  return `traffic check: ${trafficLine(check, colour)}`;
+}
+
 /** The line `status` prints about the checks, when a run of them exists: which, of what, where it stands. */
 export function checksLine(app: AppObject, colour: boolean): string {
   const run = latestRun(app);
@@ -174,6 +185,7 @@ function outcomeText(app: AppObject, name: string, result: string, code: number,
         preview: app.status?.preview?.revision,
         conditions: app.status?.conditions ?? [],
         ...analysisOf(app),
+        ...(app.status?.trafficCheck ? { trafficCheck: app.status.trafficCheck } : {}),
       },
       flags.output,
     );

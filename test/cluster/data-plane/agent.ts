@@ -36,6 +36,8 @@ export interface ServeRequest {
   ip: string;
   port: number;
   revision: string;
+  /** The pod's TEAL_REVISION, if it has one: answered as tealRevision and in X-Teal-Revision, as an app reporting it would. */
+  tealRevision?: string;
 }
 
 export type { Answer } from './traffic.ts';
@@ -81,7 +83,9 @@ function podHandler(req: ServeRequest): http.RequestListener {
   return (request, response) => {
     const answer = () => {
       response.setHeader('content-type', 'application/json');
-      response.end(JSON.stringify({ pod: req.name, revision: req.revision }));
+      if (req.tealRevision !== undefined) response.setHeader('x-teal-revision', req.tealRevision);
+      const reported = req.tealRevision !== undefined ? { tealRevision: req.tealRevision } : {};
+      response.end(JSON.stringify({ pod: req.name, revision: req.revision, ...reported }));
     };
     const hold = /^\/hold\/([\w-]+)$/.exec(request.url ?? '')?.[1];
     if (hold) holds.set(hold, { pod: req.name, release: answer });
@@ -336,6 +340,26 @@ async function lbClose(key: string): Promise<void> {
   await releaseIp(key.split(':')[0] ?? '');
 }
 
+// ---------- ways in from the host
+
+/**
+ * A Unix socket (on the host's filesystem, so the host side reaches it) whose
+ * every connection is made again from inside the namespace to a ClusterIP or
+ * a load balancer listener here: the host end (data-plane.ts entry) listens
+ * on the host's 127.0.0.1 and pipes to it.
+ */
+const entries = new Map<string, net.Server>();
+
+async function entryOpen(socket: string, host: string, port: number): Promise<void> {
+  if (entries.has(socket)) return;
+  const server = relayServer(() => net.connect(port, host));
+  entries.set(socket, server);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socket, () => resolve());
+  });
+}
+
 // ---------- control
 
 type Body = Record<string, unknown>;
@@ -417,6 +441,8 @@ function routes(config: AgentConfig): Record<string, Route> {
       open: Object.fromEntries([...lbOf(b).open].map(([target, sockets]) => [target, sockets.size])),
     }),
     '/lb/close': async (b) => lbClose(String(b.listener)).then(() => ({})),
+    '/entry/open': async (b) =>
+      entryOpen(String(b.socket), String(b.host), bounded(b.port, 'port', 1, 65_535)).then(() => ({})),
   };
 }
 

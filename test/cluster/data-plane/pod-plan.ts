@@ -6,6 +6,7 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { LABEL_HASH } from '../../../src/app/labels.ts';
 // The same reading of a preStop hook as kubectl teal lint's, which holds it against a load balancer's drain.
 import { execSleepSeconds } from '../../../src/rollout/lint.ts';
+import { REVISION_ENV } from '../../../src/app/traffic-schema.ts';
 
 /** Kubernetes' own revision label, set by the Deployment controller. */
 const LABEL_DEPLOYMENT_HASH = 'pod-template-hash';
@@ -24,6 +25,8 @@ export interface PodServe {
   port: number;
   /** Teal's revision label, else Argo Rollouts', else the Deployment's pod-template-hash, else "". */
   revision: string;
+  /** The app container's TEAL_REVISION, resolved as a kubelet resolves env (Downward API included), if it has one. */
+  tealRevision?: string;
 }
 
 export interface PodProbe {
@@ -50,13 +53,36 @@ export function podServe(pod: V1Pod): PodServe | undefined {
   if (!ip || pod.status?.phase !== 'Running') return undefined;
   const port = appContainer(pod)?.ports?.find((p) => (p.protocol ?? 'TCP') === 'TCP')?.containerPort ?? DEFAULT_PORT;
   const labels = pod.metadata?.labels ?? {};
+  const tealRevision = envValue(pod, appContainer(pod), REVISION_ENV);
   return {
     key: podKey(pod),
     name: pod.metadata?.name ?? '',
     ip,
     port,
     revision: labels[LABEL_HASH] ?? labels[LABEL_ARGO_HASH] ?? labels[LABEL_DEPLOYMENT_HASH] ?? '',
+    ...(tealRevision !== undefined ? { tealRevision } : {}),
   };
+}
+
+/**
+ * A container's environment variable as the kubelet gives it: its value, or
+ * for the Downward API's fieldRef, the pod's field it names (name, namespace,
+ * uid, a label or an annotation). Others (Secrets, resources) are not played.
+ */
+export function envValue(pod: V1Pod, container: V1Container | undefined, name: string): string | undefined {
+  const env = container?.env?.findLast((e) => e.name === name);
+  if (!env) return undefined;
+  if (env.value !== undefined) return env.value;
+  const path = env.valueFrom?.fieldRef?.fieldPath ?? '';
+  const meta = pod.metadata ?? {};
+  const keyed = /^metadata\.(labels|annotations)\['([^']+)'\]$/.exec(path);
+  if (keyed) return (keyed[1] === 'labels' ? meta.labels : meta.annotations)?.[keyed[2] ?? ''] ?? '';
+  const fields: Record<string, string | undefined> = {
+    'metadata.name': meta.name,
+    'metadata.namespace': meta.namespace,
+    'metadata.uid': meta.uid,
+  };
+  return fields[path];
 }
 
 /**
