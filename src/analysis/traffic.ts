@@ -139,6 +139,28 @@ export function trafficCheckAsCheck(spec: TrafficCheck): Check {
   };
 }
 
+const PLACEHOLDER = /\{\{([^{}]*)\}\}/g;
+
+/**
+ * Placeholders the check cannot fill, each naming its field: the check has
+ * only its own args (no preview or template here), so an unknown one would
+ * make every request an error, and the switch would fail for a typo.
+ */
+export function trafficCheckProblems(spec: TrafficCheck, field: string): string[] {
+  const declared = new Set((spec.args ?? []).map((a) => a.name));
+  const texts: [string, string][] = [
+    ['url', spec.url],
+    ...(spec.headers ?? []).map((h, i): [string, string] => [`headers[${i}].value`, h.value]),
+  ];
+  return texts.flatMap(([name, text]) =>
+    [...text.matchAll(PLACEHOLDER)].flatMap(([whole, inner = '']) => {
+      const arg = /^\s*args\.([A-Za-z_][A-Za-z0-9_-]*)\s*$/.exec(inner)?.[1];
+      if (arg !== undefined && declared.has(arg)) return [];
+      return [`${field}.${name}: ${whole} names no argument of ${field}.args`];
+    }),
+  );
+}
+
 /**
  * The URL's host, as messages name it: never its path or query (a token may
  * sit there), never its userinfo; a host that is a placeholder is not shown.

@@ -1,4 +1,5 @@
 // Checks of an App's spec that its schema cannot express, each naming the field.
+import { trafficCheckProblems } from '../analysis/traffic.ts';
 import type { App } from '../app/schema.ts';
 import { buildSpecProblems } from '../build/plan.ts';
 import type { BuildDefaults } from '../build/registry.ts';
@@ -23,6 +24,8 @@ export function specProblems(app: App, buildDefaults: BuildDefaults = {}): strin
     problems.push('spec.strategy.blueGreen.previewReplicaCount: must not exceed spec.replicas');
   }
   problems.push(...pingPongProblems(bg, [active, preview]));
+  const trafficCheck = bg.switch?.trafficCheck;
+  if (trafficCheck) problems.push(...trafficCheckProblems(trafficCheck, `${BG}.switch.trafficCheck`));
   return problems;
 }
 

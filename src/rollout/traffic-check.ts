@@ -40,7 +40,10 @@ export const trafficCheckOf = (p: Pick<Planner, 'app'>): TrafficCheck | undefine
  */
 export function trafficGate(p: Planner, active: Expected, boundMs: number): TrafficGate {
   const spec = trafficCheckOf(p);
-  if (!spec) return { state: 'none' };
+  if (!spec) {
+    forgetTrafficCheck(p);
+    return { state: 'none' };
+  }
   const host = hostOf(spec.url);
   const before = p.status.trafficCheck;
   const state = before?.podTemplateHash === active.podTemplateHash ? recordAnswer(p, before) : begin(p, active, host);
@@ -60,6 +63,12 @@ export function trafficGate(p: Planner, active: Expected, boundMs: number): Traf
     });
   }
   return report(p, before, step.state);
+}
+
+/** No traffic check configured: none in status either, so nothing stays in flight. */
+export function forgetTrafficCheck(p: Planner): void {
+  delete p.status.trafficCheck;
+  p.status.conditions = p.status.conditions?.filter((c) => c.type !== 'TrafficChecked');
 }
 
 /** The answer to the request in flight, if it came in. */

@@ -13,6 +13,7 @@ import {
   stepTraffic,
   type TrafficStep,
   trafficCheckAsCheck,
+  trafficCheckProblems,
   trafficInFlight,
 } from '../../src/analysis/traffic.ts';
 import { podTemplateHash } from '../../src/app/hash.ts';
@@ -226,6 +227,18 @@ describe('the check as a web check, and its messages', () => {
     expect(hostOf('https://user:pw@shop.example.com:8443/v?token=s3cret')).toBe('shop.example.com:8443');
     expect(hostOf('{{args.url}}')).toBe('the trafficCheck url');
     expect(hostOf('http://{{args.host}}/v')).toBe('the trafficCheck url');
+  });
+
+  it('refuses a placeholder its args do not fill, naming the field', () => {
+    const check = spec({
+      url: 'http://{{args.host}}/v?t={{args.token}}',
+      headers: [{ key: 'X', value: '{{preview.revision}}' }],
+      args: [{ name: 'host', value: 'a.example.com' }],
+    });
+    expect(trafficCheckProblems(check, 'tc')).toEqual([
+      'tc.url: {{args.token}} names no argument of tc.args',
+      'tc.headers[0].value: {{preview.revision}} names no argument of tc.args',
+    ]);
   });
 
   it('has defaults, and refuses an interval under 1s and a bad header name', () => {
