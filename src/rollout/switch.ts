@@ -21,6 +21,7 @@ import { isSwitchVerified, parseTime, scaleDownDeadline } from './predicates.ts'
 import { ConditionReason as CR, EventReason as ER } from './reasons.ts';
 import { scaleDownLater } from './replicaset-writes.ts';
 import type { ObservedPod } from './restart.ts';
+import { forgetTrafficCheck, trafficCheckOf, trafficGate } from './traffic-check.ts';
 
 export interface SwitchInput {
   /** The revision the active Service selects. */
@@ -86,6 +87,7 @@ export function verifySwitch(p: Planner, pods: readonly ObservedPod[] | undefine
   if (!spec || !active) {
     delete p.status.switch;
     p.status.conditions = p.status.conditions?.filter((c) => c.type !== 'SwitchVerified');
+    if (!spec) forgetTrafficCheck(p);
     return;
   }
   const current = switchOf(p, active.podTemplateHash, active.revision);
@@ -101,6 +103,10 @@ export function verifySwitch(p: Planner, pods: readonly ObservedPod[] | undefine
     slices: p.input.observed.activeEndpointSlices ?? [],
     pods,
   });
+  // What clients reach, beside what the cluster's objects say: the traffic check's own line.
+  const expected = { podTemplateHash: active.podTemplateHash, revision: active.revision };
+  const traffic = trafficGate(p, expected, spec.timeoutSeconds * 1000);
+  if (traffic.state === 'waiting' || traffic.state === 'failed') missing.push(traffic.message);
   if (missing.length === 0) verified(p, current);
   else unverified(p, current, missing, spec.timeoutSeconds);
 }
@@ -127,7 +133,8 @@ function verified(p: Planner, current: SwitchStatus): void {
 function verifiedMessage(p: Planner, current: SwitchStatus): string {
   const gates = p.app.spec.strategy.blueGreen.switch?.readinessGates ?? [];
   const gated = gates.length > 0 ? ` and readiness gates ${gates.join(', ')} True` : '';
-  return `the active Service sends traffic only to revision ${current.revision} (its endpoints ready and serving${gated}) since ${current.verifiedAt}`;
+  const checked = trafficCheckOf(p) ? ', and its traffic check passed' : '';
+  return `the active Service sends traffic only to revision ${current.revision} (its endpoints ready and serving${gated}${checked}) since ${current.verifiedAt}`;
 }
 
 function unverified(p: Planner, current: SwitchStatus, missing: string[], timeoutSeconds: number): void {

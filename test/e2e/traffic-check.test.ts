@@ -84,7 +84,15 @@ describe.skipIf(skip !== undefined)(`the traffic check${skip ? ` (skipped: ${ski
     expect(condition?.message).not.toContain('token');
     await waitForAppEvent(ns, 'seen', 'TrafficCheckPassed', (e) => e.reason === 'TrafficCheckPassed');
 
-    // Verified: the old revision's scale-down runs, and it goes.
+    // The switch counts as verified only once the check passed, and then the old revision goes.
+    const verified = await waitForApp(
+      ns,
+      'seen',
+      'the switch verified',
+      (a) => a.status?.switch?.verifiedAt !== undefined,
+    );
+    const checkedAt = Date.parse(verified.status?.trafficCheck?.finishedAt ?? '');
+    expect(Date.parse(verified.status?.switch?.verifiedAt ?? '')).toBeGreaterThanOrEqual(checkedAt);
     await waitFor('revision 1 scaled to zero', async () => {
       const rs = await replicaSetOf(ns, 'seen', h1 ?? '');
       return rs?.spec?.replicas === 0 ? true : undefined;
@@ -127,6 +135,16 @@ describe.skipIf(skip !== undefined)(`the traffic check${skip ? ` (skipped: ${ski
     expect(warning.message).not.toContain('/version');
 
     // The switch is not verified: revision 1 stays at full size, with no scale-down deadline.
+    const unverified = await waitForApp(
+      ns,
+      'stale',
+      'the switch not verified',
+      (a) =>
+        a.status?.conditions?.some((c) => c.type === 'SwitchVerified' && c.reason === 'SwitchNotVerified') === true,
+    );
+    expect(unverified.status?.switch?.verifiedAt).toBeUndefined();
+    const switchVerified = unverified.status?.conditions?.find((c) => c.type === 'SwitchVerified');
+    expect(switchVerified?.message).toContain(`traffic check: revision 2 did not answer 3 times in a row at ${host}`);
     const old = await replicaSetOf(ns, 'stale', h1);
     expect(old?.spec?.replicas).toBe(2);
     expect(old?.metadata?.annotations?.[ANN_SCALE_DOWN_AT]).toBeUndefined();

@@ -4,9 +4,9 @@
 // unit-tested (test/unit/data-plane-pod-plan.test.ts).
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { LABEL_HASH } from '../../../src/app/labels.ts';
+import { REVISION_ENV } from '../../../src/app/traffic-schema.ts';
 // The same reading of a preStop hook as kubectl teal lint's, which holds it against a load balancer's drain.
 import { execSleepSeconds } from '../../../src/rollout/lint.ts';
-import { REVISION_ENV } from '../../../src/app/traffic-schema.ts';
 
 /** Kubernetes' own revision label, set by the Deployment controller. */
 const LABEL_DEPLOYMENT_HASH = 'pod-template-hash';
