@@ -10,6 +10,7 @@
 import { type AnalysisJobRef, analysisJobName } from '../../src/analysis/job.ts';
 import type { MeasurementResult } from '../../src/analysis/measurement.ts';
 import { inFlight } from '../../src/analysis/run.ts';
+import { trafficInFlight } from '../../src/analysis/traffic.ts';
 import type { AnalysisTemplateSpec } from '../../src/app/analysis-schema.ts';
 import type { PlannerEvent } from '../../src/app/event.ts';
 import { podTemplateHash } from '../../src/app/hash.ts';
@@ -187,7 +188,11 @@ export class World {
 
   inFlightKeys(): Set<string> {
     const runs = [this.status.prePromotionAnalysis, this.status.postPromotionAnalysis];
-    return new Set(runs.flatMap((run) => (run ? inFlight(run).map((m) => m.key) : [])));
+    const keys = new Set(runs.flatMap((run) => (run ? inFlight(run).map((m) => m.key) : [])));
+    // The switch's traffic check, as the reconciler counts it in flight.
+    const traffic = trafficInFlight(this.status.trafficCheck);
+    if (traffic !== undefined) keys.add(traffic);
+    return keys;
   }
 
   /** A measurement's answer comes in: on its Job for a job check, in the runner for the others. */

@@ -3,7 +3,9 @@
 // revision up until the cluster shows it, counting scaleDownDelaySeconds from
 // then, and saying what is missing past timeoutSeconds.
 import { describe, expect, it } from 'vitest';
+import type { MeasurementResult } from '../../src/analysis/measurement.ts';
 import type { AppInput } from '../../src/app/schema.ts';
+import { TrafficCheckSchema } from '../../src/app/traffic-schema.ts';
 import { type ObservedEndpointSlice, observeEndpointSlice } from '../../src/rollout/observed.ts';
 import type { ObservedPod } from '../../src/rollout/restart.ts';
 import { switchUnverified } from '../../src/rollout/switch.ts';
@@ -257,5 +259,89 @@ describe('the drain-verified switch in the planner', () => {
     expect(w.rs(h1).scaleDownAt).toBe(new Date(w.now + 30 * S).toISOString());
     expect(cond(w)).toBeUndefined();
     expect(w.status.switch).toBeUndefined();
+  });
+});
+
+describe('the traffic check in the switch', () => {
+  const URL_WITH_TOKEN = 'http://shop.example.com/version?token=s3cret';
+
+  /** Revision 2 switched to, its endpoints and gates all there: only the traffic check stands. */
+  function trafficSwitched(consecutiveSuccessLimit = 2) {
+    const { w, h1, h2 } = inPreview();
+    const bg = w.app.spec.strategy.blueGreen;
+    if (bg.switch) {
+      bg.switch.trafficCheck = TrafficCheckSchema.parse({
+        url: URL_WITH_TOKEN,
+        jsonPath: '{$.revision}',
+        consecutiveSuccessLimit,
+      });
+    }
+    w.reconcile([intent('promote')]);
+    w.settle();
+    w.reconcile();
+    expect(w.activeHash()).toBe(h2);
+    w.pods = [...podsOf(w, h1, true), ...podsOf(w, h2, true)];
+    w.endpointSlices = [endpointsOf(w, h2)];
+    w.reconcile();
+    return { w, h1, h2 };
+  }
+
+  const traffic = (w: World) => w.measured.find((m) => m.kind === 'traffic');
+  const answer = (w: World, result: MeasurementResult) => {
+    const request = traffic(w);
+    if (!request) throw new Error('no traffic request handed out');
+    w.answer(request.key, result);
+  };
+
+  it('the switch is verified, and the old revision marked, only once the new revision answered N times in a row', () => {
+    const { w, h1, h2 } = trafficSwitched(2);
+    expect(traffic(w)).toMatchObject({
+      kind: 'traffic',
+      n: 1,
+      revision: { expected: { podTemplateHash: h2, revision: 2 } },
+    });
+    expect(cond(w)?.message).toContain('traffic check: 0 of 2 answers in a row from revision 2 at shop.example.com');
+    answer(w, { phase: 'Successful', value: h2 });
+    w.reconcile();
+    w.advance(S);
+    w.reconcile();
+    expect(w.status.trafficCheck).toMatchObject({ consecutive: 1, lastSeen: h2 });
+    expect(w.status.switch?.verifiedAt).toBeUndefined();
+    expect(w.rs(h1).scaleDownAt).toBeUndefined();
+    answer(w, { phase: 'Successful', value: '2' });
+    w.reconcile();
+    expect(w.status.trafficCheck?.phase).toBe('Successful');
+    expect(w.status.switch?.verifiedAt).toBe(new Date(w.now).toISOString());
+    expect(cond(w)?.message).toContain('its traffic check passed');
+    expect(w.rs(h1).scaleDownAt).toBe(new Date(w.now + 30 * S).toISOString());
+    expect(w.status.conditions?.find((c) => c.type === 'TrafficChecked')).toMatchObject({
+      status: 'True',
+      reason: 'TrafficCheckPassed',
+    });
+  });
+
+  it('answers from the old revision until the bound keep it up, with TrafficChecked False and a Warning naming the host', () => {
+    const { w, h1 } = trafficSwitched(2);
+    for (let i = 0; i < 200 && w.status.trafficCheck?.phase === 'Running'; i++) {
+      if (traffic(w)) answer(w, { phase: 'Failed', value: h1 });
+      w.reconcile();
+      w.advance(S);
+      w.reconcile();
+    }
+    expect(w.status.trafficCheck).toMatchObject({ phase: 'Failed', consecutive: 0, lastSeen: h1 });
+    const warnings = w.events.filter((e) => e.reason === 'TrafficCheckFailed');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]?.type).toBe('Warning');
+    expect(warnings[0]?.message).toContain(`at shop.example.com within 120s`);
+    expect(warnings[0]?.message).toContain(`last answer named ${h1}`);
+    expect(JSON.stringify(w.events)).not.toContain('s3cret');
+    expect(JSON.stringify(w.status)).not.toContain('s3cret');
+    expect(cond(w)).toMatchObject({ status: 'False', reason: 'SwitchNotVerified' });
+    expect(cond(w)?.message).toContain('traffic check: revision 2 did not answer 2 times in a row');
+    expect(w.rs(h1).specReplicas).toBe(3);
+    expect(w.rs(h1).scaleDownAt).toBeUndefined();
+    // Nothing more is asked: the check ended.
+    w.reconcile();
+    expect(traffic(w)).toBeUndefined();
   });
 });
