@@ -121,6 +121,11 @@ export interface StartOptions {
    * into the workdir: a cluster of its own for a test of the API server's JWT authenticators.
    */
   authenticationConfig?: string;
+  /**
+   * kube-controller-manager flags (flag=value), e.g. controllers=*,-endpointslice-controller
+   * for a test that runs that controller on its own (endpointslice-controller.ts).
+   */
+  controllerManagerArgs?: string[];
 }
 
 /**
@@ -158,6 +163,7 @@ export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
     writeFileSync(file, opts.authenticationConfig);
     extraArgs.push('--extra-args', `kube-apiserver=authentication-config=${file}`);
   }
+  for (const arg of opts.controllerManagerArgs ?? []) extraArgs.push('--extra-args', `kube-controller-manager=${arg}`);
   await bootOnFreshPorts(cluster, opts.ports ?? clusterPorts, log, extraArgs);
   return cluster;
 }
