@@ -287,9 +287,10 @@ export async function startGateway(
   const { listener } = await call<{ listener: string }>('/lb/listen', { ip: address, port: 80 });
   const gate = `${LB_GATE_PREFIX}${name}`;
   const groups = new TargetGroups(kc, call, { namespace, gate, podAware: options.podAware });
+  const core = kc.makeApiClient(CoreV1Api);
   const loop = new Loop(`gateway ${name}`, log, async () => {
     const services = new Set(
-      (await kc.makeApiClient(CoreV1Api).listNamespacedService({ namespace })).items.map((s) => s.metadata?.name ?? ''),
+      (await core.listNamespacedService({ namespace })).items.map((s) => s.metadata?.name ?? ''),
     );
     const routes = (
       (await custom.listNamespacedCustomObject({
