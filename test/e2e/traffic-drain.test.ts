@@ -33,6 +33,18 @@ import { waitFor } from '../support/wait.ts';
 import { installCrds } from './global-setup.ts';
 
 const skip = dataPlaneSkipReason();
+/**
+ * The pods' preStop: they keep answering this long after their deletion, as real apps do to cover
+ * what no object in the cluster shows, the moment kube-proxy (or a load balancer) has applied
+ * slices that no longer list them (kube-proxy syncs at most once a second). What `switch` covers
+ * is the rest: slices held back for as long as the controller-manager lags, beyond any preStop.
+ */
+const PRE_STOP_SECONDS = 10;
+const container = {
+  name: 'app',
+  ports: [{ containerPort: 8080 }],
+  lifecycle: { preStop: { sleep: { seconds: PRE_STOP_SECONDS } } },
+};
 const log = (line: string) => console.error(line);
 
 interface StoredApp {
@@ -122,7 +134,10 @@ describe.skipIf(skip !== undefined)(`the drain-verified switch${skip ? ` (skippe
    * a promotion. scaleDownDelaySeconds: 0, so the old revision goes as soon as Teal lets it.
    */
   async function inPreview(name: string, blueGreen: Record<string, unknown>) {
-    const app: AppInput = e2eApp(name, { blueGreen: { scaleDownDelaySeconds: 0, ...blueGreen } });
+    const app: AppInput = e2eApp(name, {
+      blueGreen: { scaleDownDelaySeconds: 0, ...blueGreen },
+      spec: { template: { spec: { containers: [container] } } },
+    });
     await c.custom.createNamespacedCustomObject({
       group: GROUP,
       version: VERSION,
@@ -171,7 +186,7 @@ describe.skipIf(skip !== undefined)(`the drain-verified switch${skip ? ` (skippe
       await waitFor('the old revision scaled down and its pods gone', async () =>
         (await replicasOf('plain', h1)) === 0 && (await podsOf('plain', h1)).length === 0 ? true : undefined,
       );
-      // kube-proxy still has only the old endpoints: every request now fails.
+      // Past their preStop, the old pods are gone; kube-proxy still has only their endpoints: every request fails.
       await waitFor('10 failed requests', async () => ((await traffic.stats()).failed >= 10 ? true : undefined));
     } finally {
       slices?.resume();
@@ -247,5 +262,68 @@ describe.skipIf(skip !== undefined)(`the drain-verified switch${skip ? ` (skippe
     await waitForApp('bounded', 'the switch verified', (a) => switchCondition(a)?.reason === 'SwitchVerified');
     const stats = await settledOn('bounded', h1, h2, traffic);
     expect(stats.failures).toEqual([]);
+  });
+
+  it('readiness gates: verified only once the load balancer model has set its gate on every new pod', async () => {
+    // The load balancer's target group holds every pod of the App (its Service selects them all), so its
+    // webhook writes the gate into each new pod: a pod is Ready only once the model has registered it.
+    await c.core.createNamespacedService({
+      namespace: ns,
+      body: {
+        metadata: { name: 'gated-lb' },
+        spec: { selector: { [LABEL_APP]: 'gated' }, ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
+      },
+    });
+    const lb = await (dp as DataPlane).loadBalancer({
+      name: 'gated',
+      namespace: ns,
+      service: 'gated-lb',
+      healthCheckDelayMs: 2_000,
+      drainDelayMs: 1_000,
+    });
+    const body = e2eApp('gated', {
+      blueGreen: { scaleDownDelaySeconds: 0, switch: { readinessGates: [lb.gate] } },
+      spec: {
+        template: {
+          spec: {
+            containers: [container],
+            readinessGates: [{ conditionType: lb.gate }],
+          },
+        },
+      },
+    });
+    await c.custom.createNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace: ns,
+      plural: PLURAL,
+      body,
+    });
+    const first = await waitForApp('gated', 'revision 1 Healthy', (a) => a.status?.phase === 'Healthy');
+    const h1 = first.status?.active?.podTemplateHash ?? '';
+    await patchApp('gated', { spec: { image: 'registry.example.com/team/web:2' } });
+    const previewed = await waitForApp(
+      'gated',
+      'revision 2 available in preview',
+      (a) => a.status?.preview?.availableAt !== undefined,
+    );
+    const h2 = previewed.status?.preview?.podTemplateHash ?? '';
+    await promote('gated');
+    const verified = await waitForApp(
+      'gated',
+      'the switch verified',
+      (a) => a.status?.switch?.verifiedAt !== undefined && a.status.switch.podTemplateHash === h2,
+    );
+    expect(switchCondition(verified)?.message).toContain(`readiness gates ${lb.gate} True`);
+    const verifiedAt = Date.parse(verified.status?.switch?.verifiedAt ?? '');
+    const gateAt = (pod: V1Pod) => pod.status?.conditions?.find((x) => x.type === lb.gate);
+    for (const pod of await podsOf('gated', h2)) {
+      expect(gateAt(pod)?.status).toBe('True');
+      expect(Date.parse(String(gateAt(pod)?.lastTransitionTime))).toBeLessThanOrEqual(verifiedAt);
+    }
+    await waitFor('the old revision at 0 replicas', async () =>
+      (await replicasOf('gated', h1)) === 0 ? true : undefined,
+    );
+    await lb.stop();
   });
 });
