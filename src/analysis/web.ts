@@ -78,11 +78,20 @@ export async function measureRevision(
   try {
     const web = check.provider.web;
     if (!web) return errorResult('the check has no web provider', redact);
-    const answer = await send(web.url, webRequest(web), {
-      ...options,
-      timeoutSeconds: web.timeoutSeconds,
-      timeoutField: 'timeoutSeconds',
-    });
+    const request = webRequest(web);
+    // Each request on a connection of its own, as a new client's: kube-proxy and L4 load balancers
+    // balance connections, not requests, and a kept-alive one would ask the same pod for ever.
+    const headers = new Headers(request.headers);
+    headers.set('connection', 'close');
+    const answer = await send(
+      web.url,
+      { ...request, headers },
+      {
+        ...options,
+        timeoutSeconds: web.timeoutSeconds,
+        timeoutField: 'timeoutSeconds',
+      },
+    );
     if (!answer.ok) return errorResult(answer.error, redact);
     if (answer.status < 200 || answer.status > 299) {
       return errorResult(`answered ${statusLine(answer)}: a traffic check needs a 2xx answer`, redact);

@@ -99,6 +99,38 @@ describe.skipIf(skip !== undefined)(`the traffic check${skip ? ` (skipped: ${ski
     });
   });
 
+  it('an operator killed -9 mid-check carries on from the count status holds, and the switch completes', async () => {
+    await released(app('killed'));
+    const h1 = (await selectorHash(ns, 'killed')) ?? '';
+    const url = `${await entryTo('killed')}/version`;
+    await releaseChecked('killed', { url, revisionHeader: 'X-Teal-Revision', consecutiveSuccessLimit: 6 }, 600);
+    const midway = await waitForApp(
+      ns,
+      'killed',
+      'revision 2 seen twice in a row',
+      (a) => a.status?.trafficCheck?.revision === 2 && (a.status.trafficCheck.consecutive ?? 0) >= 2,
+    );
+    expect(midway.status?.trafficCheck?.phase).toBe('Running');
+    await world?.operator.kill();
+    await world?.startOperator();
+    const passed = await waitForApp(
+      ns,
+      'killed',
+      'revision 2 traffic-checked after the restart',
+      (a) => a.status?.trafficCheck?.revision === 2 && a.status.trafficCheck.phase === 'Successful',
+    );
+    // Read from the X-Teal-Revision header this time; the count went on from status, never past the limit.
+    expect(passed.status?.trafficCheck).toMatchObject({
+      consecutive: 6,
+      lastSeen: passed.status?.active?.podTemplateHash,
+    });
+    expect(passed.status?.trafficCheck?.startedAt).toBe(midway.status?.trafficCheck?.startedAt);
+    await waitFor('revision 1 scaled to zero', async () => {
+      const rs = await replicaSetOf(ns, 'killed', h1);
+      return rs?.spec?.replicas === 0 ? true : undefined;
+    });
+  });
+
   it('a URL that keeps answering the old revision keeps it up, with a condition and a Warning naming the host', async () => {
     await released(app('stale'));
     const h1 = (await selectorHash(ns, 'stale')) ?? '';

@@ -1,6 +1,8 @@
 // The traffic check's pure parts (src/analysis/traffic.ts): reading the
 // revision an answer names, the count of answers in a row, its deadlines, and
 // the schema's rules; and TEAL_REVISION in the ReplicaSet (replicaset.ts).
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import type { MeasurementResult } from '../../src/analysis/measurement.ts';
 import { RESULT_GRACE_MS } from '../../src/analysis/run.ts';
@@ -16,6 +18,7 @@ import {
   trafficCheckProblems,
   trafficInFlight,
 } from '../../src/analysis/traffic.ts';
+import { measureRevision } from '../../src/analysis/web.ts';
 import { podTemplateHash } from '../../src/app/hash.ts';
 import { type App, AppSchema } from '../../src/app/schema.ts';
 import {
@@ -206,6 +209,36 @@ describe('the count of answers in a row', () => {
     const check = spec();
     const first = stepTraffic(check, startTraffic(expected, T0), T0, BOUND, HOST);
     expect(stepTraffic(check, first.state, T0, BOUND, HOST).state).toEqual(first.state);
+  });
+});
+
+describe('measureRevision', () => {
+  it('asks on a new connection each time, reads the revision, and masks a secret the answer echoes', async () => {
+    let connections = 0;
+    const server = http
+      .createServer((req, res) => {
+        res.setHeader('x-revision', req.headers.authorization === 'Bearer s3cret' ? 's3cret' : 'abc1234567');
+        res.end('{}');
+      })
+      .on('connection', () => connections++);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v`;
+    const check = (auth: string) => ({
+      check: trafficCheckAsCheck(spec({ url, headers: [{ key: 'Authorization', value: auth }] })),
+      redact: (text: string) => text.replaceAll('s3cret', '*****'),
+    });
+    const read = { revisionHeader: 'X-Revision' };
+    try {
+      for (let i = 0; i < 5; i++) {
+        expect(await measureRevision(check('Bearer x'), read, expected, {})).toEqual(ok('abc1234567'));
+        // Let a connection kept alive go back to the pool, so a second request could reuse it.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      expect(connections).toBe(5);
+      expect(await measureRevision(check('Bearer s3cret'), read, expected, {})).toEqual(old('*****'));
+    } finally {
+      server.close();
+    }
   });
 });
 
