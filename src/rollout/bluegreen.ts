@@ -40,6 +40,7 @@ import {
   placeInSlot,
   reconcileRoute,
   reconcileSlotServices,
+  repairActiveSlot,
   routeProblems,
   routeTo,
   slotFor,
@@ -159,6 +160,7 @@ function rollout(p: Planner, pods: readonly ObservedPod[] | undefined): Rollout 
   reconcileSlotServices(p);
   let progress = reconcileDesired(p, r);
   reconcileRoute(p, r);
+  repairActiveSlot(p, r);
   reconcileActiveReplicaSet(p, r);
   progress = restartPods(p, r, progress, pods);
   previewStatus(p, r, progress);

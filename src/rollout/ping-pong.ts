@@ -41,14 +41,35 @@ function route(p: Planner): RouteView | undefined {
 }
 
 /**
- * The slot that serves: the active revision's ReplicaSet's, else the one
- * status records (a ReplicaSet deleted by hand). Undefined before the first
- * release in a slot: Teal leaves the route alone until then.
+ * The slot that serves: the one status recorded at the switch, written with
+ * status.active; else (that status lost) the active revision's ReplicaSet's.
+ * Not the template label first: an edit of it moves no running pod, and must
+ * not move the route. Undefined before the first release in a slot: Teal
+ * leaves the route alone until then.
  */
 export function servingSlot(p: Planner, r: Rollout): Slot | undefined {
+  if (p.status.stablePingPong) return p.status.stablePingPong;
   const hash = p.status.active?.podTemplateHash ?? r.activeHash;
+  return hash ? r.byHash.get(hash)?.slot : undefined;
+}
+
+/**
+ * The active revision's pod template keeps the serving slot's label: one
+ * edited by hand would give its next pods (a replaced one) another slot, so
+ * it is put back, and said.
+ */
+export function repairActiveSlot(p: Planner, r: Rollout): void {
+  if (!isPingPong(p) || !p.status.stablePingPong) return;
+  const hash = p.status.active?.podTemplateHash;
   const rs = hash ? r.byHash.get(hash) : undefined;
-  return rs?.slot ?? p.status.stablePingPong;
+  const slot = p.status.stablePingPong;
+  if (!rs || rs.slot === slot) return;
+  p.actions.push({ kind: 'patchReplicaSet', name: rs.name, slot });
+  emit(p, {
+    type: 'Warning',
+    reason: ER.SlotLabelEdited,
+    message: `ReplicaSet ${rs.name} (revision ${rs.revision}, active) had its pod template's ${LABEL_SLOT} changed to ${rs.slot ?? '(none)'} by someone else; Teal sets it back to ${slot}`,
+  });
 }
 
 /** Where a revision's new ReplicaSet goes: the serving slot for the active one, else the idle slot. */

@@ -72,6 +72,8 @@ export const EventReason = {
   RouteEdited: 'RouteEdited',
   /** Someone else changed a slot Service: Teal puts it back. */
   SlotServiceEdited: 'SlotServiceEdited',
+  /** Someone else changed the slot label of the active revision's pod template: Teal puts it back. */
+  SlotLabelEdited: 'SlotLabelEdited',
   // A restart: asked for, then over (no pod older than it left, or the revision no longer active).
   RestartRequested: 'RestartRequested',
   Restarted: 'Restarted',

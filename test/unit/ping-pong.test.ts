@@ -499,6 +499,16 @@ describe('the cluster is the truth', () => {
     expect(w.activeHash()).toBe(h1);
   });
 
+  it("puts back the active revision's slot label someone edited, and leaves the route where it serves", () => {
+    const { w, h1 } = released();
+    w.rs(h1).slot = 'pong';
+    w.reconcile();
+    expect(w.rs(h1).slot).toBe('ping');
+    expect(weights(w)).toEqual([100, 0, 7]);
+    expect(w.eventsOf('SlotLabelEdited')).toHaveLength(1);
+    expect(w.eventsOf('RouteEdited')).toEqual([]);
+  });
+
   it("puts back a slot Service's selector someone edited, and says so", () => {
     const { w } = released();
     const ping = w.services.get('web-ping');
