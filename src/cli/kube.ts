@@ -21,53 +21,14 @@ import {
   Watch,
 } from '@kubernetes/client-node';
 import { LABEL_APP } from '../app/labels.ts';
-import { APP_API, APP_RESOURCE, type AppStatus } from '../app/schema.ts';
-import { readAppStatus } from '../app/status-reader.ts';
+import { APP_API, APP_RESOURCE } from '../app/schema.ts';
 import { apiStatusOf } from '../kube/errors.ts';
 import { applyTokenFiles, kubeconfigPaths } from '../kube/token-file.ts';
+import { type AppObject, type ConnectOptions, ownedBy, readApp } from './app-object.ts';
 import { CliError } from './errors.ts';
 import { explain, type Operation } from './explain.ts';
 
-/** An App as read from the API server: JSON, not parsed by the schema (no defaults added). */
-export interface AppObject {
-  apiVersion?: string;
-  kind?: string;
-  metadata: {
-    name: string;
-    namespace: string;
-    uid?: string;
-    generation?: number;
-    resourceVersion?: string;
-    creationTimestamp?: string;
-    deletionTimestamp?: string;
-    annotations?: Record<string, string>;
-  };
-  spec: {
-    image?: string;
-    source?: { git?: { url?: string; ref?: string } };
-    build?: { image?: string };
-    replicas?: number;
-    paused?: boolean;
-  };
-  /** Read leniently (readApp): what could not be read is absent. */
-  status?: AppStatus;
-}
-
-/**
- * An App as the API server sent it, its status read as the API and the action
- * rules read it (app/status-reader.ts): a status field that cannot be read is
- * left out, so no command fails or shows garbage over it.
- */
-export function readApp(raw: unknown): AppObject {
-  const { status, ...app } = raw as Omit<AppObject, 'status'> & { status?: unknown };
-  return status === undefined ? app : { ...app, status: readAppStatus(status) };
-}
-
-export interface ConnectOptions {
-  kubeconfig?: string | undefined;
-  context?: string | undefined;
-  namespace?: string | undefined;
-}
+export { type AppObject, type ConnectOptions, readApp, since } from './app-object.ts';
 
 export class Session {
   readonly kc: KubeConfig;
@@ -350,11 +311,6 @@ export function oneAtATime(run: () => Promise<void>): () => void {
   return () => void call();
 }
 
-function ownedBy(obj: { metadata?: { ownerReferences?: { uid: string }[] } }, app: AppObject): boolean {
-  const owners = obj.metadata?.ownerReferences ?? [];
-  return !app.metadata.uid || owners.length === 0 || owners.some((o) => o.uid === app.metadata.uid);
-}
-
 /** Paths for watches, by resource. */
 export const paths = {
   apps: (ns: string) => `/apis/${APP_API.group}/${APP_API.version}/namespaces/${ns}/${APP_API.plural}`,
@@ -362,10 +318,3 @@ export const paths = {
   pods: (ns: string) => `/api/v1/namespaces/${ns}/pods`,
   jobs: (ns: string) => `/apis/batch/v1/namespaces/${ns}/jobs`,
 };
-
-/** Seconds since an API timestamp, as typed clients return Date and raw JSON a string. */
-export function since(t: string | Date | undefined, now = Date.now()): number | undefined {
-  if (t === undefined) return undefined;
-  const ms = t instanceof Date ? t.getTime() : Date.parse(t);
-  return Number.isNaN(ms) ? undefined : Math.max(0, Math.floor((now - ms) / 1000));
-}

@@ -5,8 +5,7 @@ import type { V1Job, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
 import { ANN_COMMIT, ANN_IMAGE, ANN_REVISION, LABEL_HASH } from '../app/labels.ts';
 import type { AnalysisKind, AppAnalysisRun } from '../app/schema.ts';
 import type { TrafficCheckStatus } from '../app/traffic-schema.ts';
-import type { AppObject } from './kube.ts';
-import { since } from './kube.ts';
+import { type AppObject, since } from './app-object.ts';
 import { age, type Colour, paint, showProgress, showStatus, table } from './output.ts';
 
 export type Mark = 'active' | 'preview' | 'stable';
@@ -86,7 +85,15 @@ export interface AppView {
   hidden?: string[];
 }
 
-const iso = (t: string | Date | undefined): string | undefined => (t instanceof Date ? t.toISOString() : t);
+/**
+ * A timestamp as client-node's typed clients give it (toISOString of a Date), whichever
+ * reader read it: rest.ts's gives the API server's text ("...:05Z"), client-node a Date.
+ */
+const iso = (t: string | Date | undefined): string | undefined => {
+  if (t === undefined) return undefined;
+  const date = t instanceof Date ? t : new Date(t);
+  return Number.isNaN(date.getTime()) ? String(t) : date.toISOString();
+};
 
 /** The pod's state in kubectl's words: a waiting or terminated reason, else its phase. */
 export function podStatus(pod: V1Pod): string {

@@ -1,8 +1,6 @@
 // What an API server's answer says when a request fails: its status code, the
 // Status reason and message, and whether trying again can help. Every room
 // that talks to the API server reads errors through these helpers.
-import { ApiException } from '@kubernetes/client-node';
-
 /** The parts of a Kubernetes Status body Teal reads. */
 export interface ApiStatus {
   code: number;
@@ -16,6 +14,15 @@ export interface ApiStatus {
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
+ * client-node's ApiException, known by its shape: a numeric HTTP code (a system
+ * error's code is a string), the body and the headers. Not by instanceof, so
+ * that reading an error does not load client-node (the CLI's fast reads do not).
+ */
+function isApiException(err: Error): err is Error & { code: number; body: unknown; headers: unknown } {
+  return typeof (err as { code?: unknown }).code === 'number' && 'body' in err && 'headers' in err;
+}
+
+/**
  * The Kubernetes Status in an error or its causes, if the API server answered at all.
  * client-node's Watch (and the informer's list) fail with a plain Error that
  * carries only the HTTP status, as statusCode.
@@ -23,9 +30,13 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 export function apiStatusOf(error: unknown): ApiStatus | undefined {
   // Through the causes a caller wrapped the answer in (e.g. the executor's ActionFailed).
   for (let err = error, depth = 0; err instanceof Error && depth < 8; err = err.cause, depth++) {
-    if (err instanceof ApiException) return statusFromBody(Number(err.code), err.body);
+    if (isApiException(err)) return statusFromBody(err.code, err.body);
     const code: unknown = (err as { statusCode?: unknown }).statusCode;
-    if (typeof code === 'number') return { code, message: err.message };
+    if (typeof code === 'number') {
+      // An HTTP answer read without client-node (the CLI's rest.ts) carries its body.
+      const body: unknown = (err as { body?: unknown }).body;
+      return body === undefined ? { code, message: err.message } : statusFromBody(code, body);
+    }
   }
   return undefined;
 }
@@ -80,7 +91,7 @@ export function isTerminal(err: unknown): boolean {
 /** One line for logs and status: the API server's own message rather than the whole response. */
 export function errorMessage(err: unknown): string {
   // A wrapped error already says what it was doing, with its cause's line.
-  const status = err instanceof ApiException ? apiStatusOf(err) : undefined;
+  const status = err instanceof Error && isApiException(err) ? apiStatusOf(err) : undefined;
   if (status) return status.message ? `${status.code}: ${status.message}` : `HTTP ${status.code}`;
   return err instanceof Error ? err.message : String(err);
 }

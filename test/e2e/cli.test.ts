@@ -2,13 +2,12 @@
 // PATH and runs it against Apps that a real operator (a child process)
 // releases on the real control plane, once for each place the plugin runs
 // from: its bundle as `make cli` builds it, the sources, and the single
-// executable `make cli` builds, with no Node on PATH. Users are real
+// executable `make cli` builds. Users are real
 // too: a ServiceAccount token in its own kubeconfig meets the API server's RBAC.
 import { execFile, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { AppInput } from '../../src/app/schema.ts';
@@ -29,14 +28,7 @@ import { type Operator, startOperator } from '../support/operator.ts';
 import { serviceAccount, userOf } from '../support/users.ts';
 
 const { authn } = clients();
-// Found on this process's PATH: the standalone plugin runs with a PATH without bash's folder.
-const bash = promisify(execFile).bind(null, onPath('bash'));
-
-function onPath(command: string): string {
-  const dir = (process.env.PATH ?? '').split(delimiter).find((d) => d !== '' && existsSync(join(d, command)));
-  if (!dir) throw new Error(`${command} is not on PATH`);
-  return join(dir, command);
-}
+const bash = promisify(execFile).bind(null, 'bash');
 
 describe.each(CLI_FROM)('kubectl teal, run from the %s', (from: CliFrom) => {
   let ns: string;

@@ -58,12 +58,11 @@ export interface CliResult {
 
 /**
  * The environment kubectl runs with: the plugin of `from` first on PATH, kubeconfig, no colour.
- * The standalone plugin gets a PATH of its folder and kubectl's only: no Node, no repository.
+ * (test/e2e/cli-standalone.test.ts runs the standalone plugin with no Node on PATH at all.)
  */
 export function cliEnv(kubeconfig: string, from: CliFrom = 'bundle'): NodeJS.ProcessEnv {
   const { TEAL_CLI_FROM: _from, ...env } = process.env;
-  const path = [pluginBin(from), inject('binDir')];
-  if (from !== 'standalone') path.push(process.env.PATH ?? '');
+  const path = [pluginBin(from), inject('binDir'), process.env.PATH ?? ''];
   return {
     ...env,
     ...(from === 'source' ? { TEAL_CLI_FROM: 'source' } : {}),

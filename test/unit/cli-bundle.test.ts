@@ -29,26 +29,30 @@ registerHooks({
 `;
 
 /** The files of the bundle a run of the plugin loaded, relative to its folder, and how it ended. */
-async function loaded(args: string[]): Promise<{ files: string[]; code: number; stdout: string }> {
+async function loaded(
+  args: string[],
+  kubeconfig = join(dir, 'none'),
+): Promise<{ files: string[]; code: number; stdout: string; stderr: string }> {
   const trace = join(dir, `trace-${args.join('-')}`);
   writeFileSync(trace, '');
-  const env = { ...process.env, TRACE_FILE: trace, KUBECONFIG: join(dir, 'none'), HOME: dir };
+  const env = { ...process.env, TRACE_FILE: trace, KUBECONFIG: kubeconfig, HOME: dir };
   let code = 0;
   let stdout = '';
+  let stderr = '';
   try {
-    ({ stdout } = await run(
+    ({ stdout, stderr } = await run(
       process.execPath,
       ['--import', pathToFileURL(hook).href, join(outdir, 'kubectl-teal.js'), ...args],
       { env },
     ));
   } catch (err) {
-    code = (err as { code: number }).code;
+    ({ code, stderr } = err as { code: number; stderr: string });
   }
   const files = readFileSync(trace, 'utf8')
     .split('\n')
     .filter((url) => url.startsWith(pathToFileURL(outdir).href))
     .map((url) => relative(outdir, fileURLToPath(url)));
-  return { files, code, stdout };
+  return { files, code, stdout, stderr };
 }
 
 /** The bundle's chunks that hold code of a package, from the metafile. */
@@ -86,6 +90,27 @@ describe('the bundled kubectl plugin', () => {
     // zod is loaded by the commands that read Apps, not by the command table every start reads (issue #27 item 2).
     expect(zod.length).toBeGreaterThan(0);
     expect(files.filter((f) => zod.includes(f))).toEqual([]);
+  });
+
+  it('runs `get` with a token kubeconfig through plain HTTPS, without loading any of client-node', async () => {
+    // Port 1 refuses: the request fails once made, after every module of the read is loaded.
+    const kubeconfig = join(dir, 'token-kubeconfig');
+    writeFileSync(
+      kubeconfig,
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        'clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]',
+        'users: [{name: u, user: {token: t0k3n}}]',
+        'contexts: [{name: x, context: {cluster: c, user: u}}]',
+        'current-context: x',
+      ].join('\n'),
+    );
+    const { files, code, stderr } = await loaded(['get', 'web'], kubeconfig);
+    expect(code).toBe(1);
+    expect(stderr).toContain('cannot reach the API server at https://127.0.0.1:1 (ECONNREFUSED)');
+    expect(files.length).toBeGreaterThan(1);
+    expect(files.filter((f) => clientNode.includes(f))).toEqual([]);
   });
 
   it('loads client-node for a command that talks to the cluster (so the trace sees chunks)', async () => {

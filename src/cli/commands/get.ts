@@ -1,15 +1,20 @@
 // `kubectl teal get APP [--watch]`: the tree, once or redrawn on every change.
+// A single draw reads through rest.ts when it can (no client-node to load);
+// --watch, and a kubeconfig rest.ts leaves to client-node, use kube.ts's Session.
 import { LABEL_APP } from '../../app/labels.ts';
+import type { AppReader } from '../app-object.ts';
 import { CliError, EXIT } from '../errors.ts';
 import type { Flags } from '../flags.ts';
-import { oneAtATime, paths, Session } from '../kube.ts';
+import type { Session } from '../kube.ts';
 import { formatData, useColour } from '../output.ts';
+import { restReader } from '../rest.ts';
 import { type AppView, appView, renderApp } from '../tree.ts';
 
 /** Kinds the user may not list (403), with the refusal: left out of the tree rather than failing it. */
-type Hidden = Map<'replicasets' | 'pods' | 'jobs', string>;
+type Hidden = Map<(typeof KINDS)[number], string>;
+const KINDS = ['replicasets', 'pods', 'jobs'] as const;
 
-export async function loadView(session: Session, name: string, hidden: Hidden = new Map()): Promise<AppView> {
+export async function loadView(session: AppReader, name: string, hidden: Hidden = new Map()): Promise<AppView> {
   const app = await session.getApp(name);
   // A user with only the teal-viewer role may read Apps but not the workloads: show what is allowed.
   const optional = async <T>(kind: 'replicasets' | 'pods' | 'jobs', list: () => Promise<T[]>): Promise<T[]> => {
@@ -28,13 +33,25 @@ export async function loadView(session: Session, name: string, hidden: Hidden = 
     optional('pods', () => session.pods(app)),
     optional('jobs', () => session.jobs(app)),
   ]);
-  return appView(app, replicaSets, pods, jobs, [...hidden.keys()]);
+  // In the order of the tree, whichever refusal came first.
+  const refused = KINDS.filter((kind) => hidden.has(kind));
+  return appView(app, replicaSets, pods, jobs, refused);
 }
 
 export async function get(args: string[], flags: Flags): Promise<number> {
   const [name = ''] = args;
-  const session = new Session(flags);
   const show = (view: AppView) => (flags.output ? formatData(view, flags.output) : renderApp(view, useColour()));
+  const fast = flags.watch ? undefined : restReader(flags);
+  if (fast) {
+    try {
+      process.stdout.write(show(await loadView(fast, name)));
+    } finally {
+      fast.close();
+    }
+    return EXIT.ok;
+  }
+  const { Session } = await import('../kube.ts');
+  const session = new Session(flags);
   if (!flags.watch) {
     process.stdout.write(show(await loadView(session, name)));
     return EXIT.ok;
@@ -48,6 +65,7 @@ export async function get(args: string[], flags: Flags): Promise<number> {
  * Ctrl-C, or until a watch is refused.
  */
 async function watchApp(session: Session, name: string, show: (view: AppView) => string): Promise<number> {
+  const { oneAtATime, paths } = await import('../kube.ts');
   // The first draw fails fast on a missing App or a refusal.
   const hidden: Hidden = new Map();
   let last = show(await loadView(session, name, hidden));

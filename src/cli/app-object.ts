@@ -1,0 +1,74 @@
+// What the plugin's commands read from the API server, without client-node:
+// an App as the API server sent it, the reads `get` makes (AppReader: the
+// client-node Session of kube.ts, or the plain HTTPS reader of rest.ts), and
+// the small rules both keep. A command that only reads loads this, not kube.ts.
+import type { V1Job, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
+import type { AppStatus } from '../app/schema.ts';
+import { readAppStatus } from '../app/status-reader.ts';
+
+/** An App as read from the API server: JSON, not parsed by the schema (no defaults added). */
+export interface AppObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: {
+    name: string;
+    namespace: string;
+    uid?: string;
+    generation?: number;
+    resourceVersion?: string;
+    creationTimestamp?: string;
+    deletionTimestamp?: string;
+    annotations?: Record<string, string>;
+  };
+  spec: {
+    image?: string;
+    source?: { git?: { url?: string; ref?: string } };
+    build?: { image?: string };
+    replicas?: number;
+    paused?: boolean;
+  };
+  /** Read leniently (readApp): what could not be read is absent. */
+  status?: AppStatus;
+}
+
+/**
+ * An App as the API server sent it, its status read as the API and the action
+ * rules read it (app/status-reader.ts): a status field that cannot be read is
+ * left out, so no command fails or shows garbage over it.
+ */
+export function readApp(raw: unknown): AppObject {
+  const { status, ...app } = raw as Omit<AppObject, 'status'> & { status?: unknown };
+  return status === undefined ? app : { ...app, status: readAppStatus(status) };
+}
+
+export interface ConnectOptions {
+  kubeconfig?: string | undefined;
+  context?: string | undefined;
+  namespace?: string | undefined;
+}
+
+/** The reads of `kubectl teal get`: kube.ts's Session makes them with client-node, rest.ts's reader over HTTPS. */
+export interface AppReader {
+  /** The namespace of -n, else the context's, else "default". */
+  readonly namespace: string;
+  getApp(name: string): Promise<AppObject>;
+  /** The App's ReplicaSets, by label, keeping only those it owns when the uid is known. */
+  replicaSets(app: AppObject): Promise<V1ReplicaSet[]>;
+  /** Pods of the App: its revisions' and its builds' (both carry the app label). */
+  pods(app: AppObject): Promise<V1Pod[]>;
+  /** Build Jobs of the App that it owns. */
+  jobs(app: AppObject): Promise<V1Job[]>;
+}
+
+/** Whether obj belongs to the App: owned by its uid, or unowned, or the uid is unknown. */
+export function ownedBy(obj: { metadata?: { ownerReferences?: { uid: string }[] } }, app: AppObject): boolean {
+  const owners = obj.metadata?.ownerReferences ?? [];
+  return !app.metadata.uid || owners.length === 0 || owners.some((o) => o.uid === app.metadata.uid);
+}
+
+/** Seconds since an API timestamp, as typed clients return Date and raw JSON a string. */
+export function since(t: string | Date | undefined, now = Date.now()): number | undefined {
+  if (t === undefined) return undefined;
+  const ms = t instanceof Date ? t.getTime() : Date.parse(t);
+  return Number.isNaN(ms) ? undefined : Math.max(0, Math.floor((now - ms) / 1000));
+}
