@@ -48,6 +48,18 @@ const FULL: AppStatus = {
   pause: actor,
   progress: { podTemplateHash: 'hash3', since: T0 },
   switch: { podTemplateHash: 'hash2', revision: 2, since: T0, verifiedAt: T0 },
+  trafficCheck: {
+    podTemplateHash: 'hash2',
+    revision: 2,
+    phase: 'Running',
+    message: '1 of 10 answers in a row from revision 2 at shop.example.com',
+    startedAt: T0,
+    taken: 2,
+    consecutive: 1,
+    lastSeen: 'hash2',
+    lastAt: T0,
+    inFlight: { n: 2, startedAt: T0 },
+  },
   stablePingPong: 'ping',
   restart: { ...actor, revision: 2, podTemplateHash: 'hash2', startedAt: T0, finishedAt: T0, podsReplaced: 2 },
   notifications: {
