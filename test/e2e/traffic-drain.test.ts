@@ -264,6 +264,44 @@ describe.skipIf(skip !== undefined)(`the drain-verified switch${skip ? ` (skippe
     expect(stats.failures).toEqual([]);
   });
 
+  it('killed -9 while the switch waits: the next operator verifies it from the cluster, and no request fails', async () => {
+    const { h1, h2, traffic } = await inPreview('killed', { switch: {} });
+    slices?.pause();
+    try {
+      await promote('killed');
+      await waitForApp(
+        'killed',
+        'the switch recorded, waiting for the old endpoints to leave the slices',
+        (a) =>
+          a.status?.switch?.podTemplateHash === h2 &&
+          switchCondition(a)?.message?.includes('endpoints of other revisions still listed') === true,
+      );
+      await operator?.kill();
+    } finally {
+      slices?.resume();
+    }
+    // The slices catch up with no operator running: nothing moves the old revision meanwhile.
+    await waitFor('the active Service slices listing only revision 2', async () => {
+      const list = await c.discovery.listNamespacedEndpointSlice({
+        namespace: ns,
+        labelSelector: 'kubernetes.io/service-name=killed',
+      });
+      const pods = list.items.flatMap((sl) => (sl.endpoints ?? []).map((e) => e.targetRef?.name ?? ''));
+      const news = new Set((await podsOf('killed', h2)).map((p) => p.metadata?.name));
+      return pods.length === 2 && pods.every((p) => news.has(p)) ? true : undefined;
+    });
+    expect(await replicasOf('killed', h1)).toBe(2);
+    expect((await getApp('killed')).status?.switch?.verifiedAt).toBeUndefined();
+    operator = await startOperator({ namespace: ns, kubeconfig: cluster?.kubeconfig ?? '' });
+    await waitForApp(
+      'killed',
+      'the switch verified by the next operator',
+      (a) => a.status?.switch?.verifiedAt !== undefined,
+    );
+    const stats = await settledOn('killed', h1, h2, traffic);
+    expect(stats.failures).toEqual([]);
+  });
+
   it('readiness gates: verified only once the load balancer model has set its gate on every new pod', async () => {
     // The load balancer's target group holds every pod of the App (its Service selects them all), so its
     // webhook writes the gate into each new pod: a pod is Ready only once the model has registered it.
