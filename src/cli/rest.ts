@@ -12,7 +12,7 @@
 // kube.ts's Session, which reads and reports it as before: one place says what
 // a bad kubeconfig is.
 import { existsSync, readFileSync } from 'node:fs';
-import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import type { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { dirname, resolve } from 'node:path';
 import type { V1Job, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
@@ -183,27 +183,41 @@ class HttpStatusError extends Error {
   }
 }
 
+type Request = typeof httpsRequest;
+
 /** GETs of one API server, over one keep-alive connection. */
 export class RestReader implements AppReader {
   readonly namespace: string;
   private readonly target: RestTarget;
   private readonly agent: HttpAgent | HttpsAgent;
+  private readonly request: Request;
 
-  constructor(target: RestTarget) {
+  /**
+   * A reader of a target, with its agent. node:http is imported only for a plain-http server:
+   * importing it as a module reads every export, and its WebSocket export loads Node's undici.
+   */
+  static async of(target: RestTarget): Promise<RestReader> {
+    if (target.server.startsWith('https:')) {
+      // One connection for all of a command's requests: one TLS handshake, the requests in turn.
+      const agent = new HttpsAgent({
+        keepAlive: true,
+        maxSockets: 1,
+        ...(target.ca ? { ca: target.ca } : {}),
+        ...(target.cert && target.key ? { cert: target.cert, key: target.key } : {}),
+        rejectUnauthorized: !target.insecure,
+        ...(target.servername ? { servername: target.servername } : {}),
+      });
+      return new RestReader(target, agent, httpsRequest);
+    }
+    const http = await import('node:http');
+    return new RestReader(target, new http.Agent({ keepAlive: true, maxSockets: 1 }), http.request);
+  }
+
+  private constructor(target: RestTarget, agent: HttpAgent | HttpsAgent, request: Request) {
     this.target = target;
     this.namespace = target.namespace;
-    const tls = target.server.startsWith('https:');
-    // One connection for all of a command's requests: one TLS handshake, the requests in turn.
-    this.agent = tls
-      ? new HttpsAgent({
-          keepAlive: true,
-          maxSockets: 1,
-          ...(target.ca ? { ca: target.ca } : {}),
-          ...(target.cert && target.key ? { cert: target.cert, key: target.key } : {}),
-          rejectUnauthorized: !target.insecure,
-          ...(target.servername ? { servername: target.servername } : {}),
-        })
-      : new HttpAgent({ keepAlive: true, maxSockets: 1 });
+    this.agent = agent;
+    this.request = request;
   }
 
   /** GET path: its JSON, or the failure explained as Session explains it (explain.ts). */
@@ -218,7 +232,7 @@ export class RestReader implements AppReader {
   }
 
   private fetch(url: URL): Promise<string> {
-    const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const request = this.request;
     const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': 'kubectl-teal' };
     if (this.target.authorization) headers.Authorization = this.target.authorization;
     return new Promise((resolvePromise, reject) => {
@@ -279,8 +293,8 @@ const appsPath = (ns: string) =>
   `/apis/${APP_API.group}/${APP_API.version}/namespaces/${encodeURIComponent(ns)}/${APP_API.plural}`;
 
 /** The fast reader for these options, or undefined when Session must read (see the top of this file). */
-export function restReader(options: ConnectOptions): RestReader | undefined {
+export async function restReader(options: ConnectOptions): Promise<RestReader | undefined> {
   const files = readKubeconfigFiles(options);
   const target = files ? restTarget(files, options) : undefined;
-  return target ? new RestReader(target) : undefined;
+  return target ? RestReader.of(target) : undefined;
 }

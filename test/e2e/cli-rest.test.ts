@@ -23,11 +23,11 @@ import { serviceAccount } from '../support/users.ts';
 const APP = 'rest';
 
 /** The fast reader of these options; fails the test when rest.ts would leave them to client-node. */
-function fastReader(options: ConnectOptions): RestReader {
+async function fastReader(options: ConnectOptions): Promise<RestReader> {
   const files = readKubeconfigFiles(options);
   const target = files ? restTarget(files, options, {}) : undefined;
   if (!target) throw new Error(`rest.ts does not read ${JSON.stringify(options)}`);
-  return new RestReader(target);
+  return RestReader.of(target);
 }
 
 async function view(reader: AppReader): Promise<{ json: string; warnings: string }> {
@@ -71,7 +71,7 @@ describe('kubectl teal get: the HTTPS reader and client-node read the same tree'
 
   it('with the test cluster kubeconfig (CA, client certificate and key in files)', async () => {
     const options = { kubeconfig: inject('kubeconfig'), namespace: ns };
-    const fast = await view(fastReader(options));
+    const fast = await view(await fastReader(options));
     expect(fast.json).toMatch(/"replicaSet": \{\s+"name": "rest-[0-9a-z]+"/);
     expect(fast.json).toMatch(/"status": "Running"/);
     expect(fast).toEqual(await view(new Session(options)));
@@ -110,7 +110,7 @@ describe('kubectl teal get: the HTTPS reader and client-node read the same tree'
     const saved = process.env.KUBECONFIG;
     process.env.KUBECONFIG = `${join(dir, 'contexts.yaml')}:${join(dir, 'creds.yaml')}`;
     try {
-      const fast = await view(fastReader({}));
+      const fast = await view(await fastReader({}));
       // The reader may get Apps but not list ReplicaSets, pods or Jobs: the same refusals, worded the same.
       expect(fast.warnings).toContain('cannot list replicasets.apps');
       expect(fast).toEqual(await view(new Session({})));
@@ -122,7 +122,7 @@ describe('kubectl teal get: the HTTPS reader and client-node read the same tree'
 
   it('explains a missing App in the same words', async () => {
     const options = { kubeconfig: inject('kubeconfig'), namespace: ns };
-    const reader = fastReader(options);
+    const reader = await fastReader(options);
     const fast = await reader.getApp('missing').catch((err: Error) => err.message);
     reader.close();
     const slow = await new Session(options).getApp('missing').catch((err: Error) => err.message);

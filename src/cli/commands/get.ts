@@ -41,7 +41,7 @@ export async function loadView(session: AppReader, name: string, hidden: Hidden 
 export async function get(args: string[], flags: Flags): Promise<number> {
   const [name = ''] = args;
   const show = (view: AppView) => (flags.output ? formatData(view, flags.output) : renderApp(view, useColour()));
-  const fast = flags.watch ? undefined : restReader(flags);
+  const fast = flags.watch ? undefined : await restReader(flags);
   if (fast) {
     try {
       process.stdout.write(show(await loadView(fast, name)));
