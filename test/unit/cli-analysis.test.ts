@@ -9,7 +9,7 @@ import { ANN_IMAGE, ANN_REVISION, LABEL_APP, LABEL_HASH } from '../../src/app/la
 import type { AppAnalysisRun, AppStatus, RevisionStatus } from '../../src/app/schema.ts';
 import { parse } from '../../src/cli/args.ts';
 import { decide } from '../../src/cli/commands/actions.ts';
-import { checksLine, pausedWhy, settled } from '../../src/cli/commands/status.ts';
+import { checksLine, pausedWhy, settled, trafficCheckLine } from '../../src/cli/commands/status.ts';
 import type { Flags } from '../../src/cli/flags.ts';
 import type { AppObject } from '../../src/cli/kube.ts';
 import { appView, renderApp } from '../../src/cli/tree.ts';
@@ -282,5 +282,33 @@ describe('kubectl teal promote --skip-checks', () => {
     expect(refuse(preRun('Inconclusive'))).toThrow(
       'App "web" cannot be promoted yet: the pre-promotion checks of revision 2 were inconclusive; see them with "kubectl teal get web"; "kubectl teal retry web" runs them again; "kubectl teal promote web --skip-checks" promotes without them (recorded in history)',
     );
+  });
+});
+
+describe('kubectl teal get and status show the traffic check', () => {
+  const trafficCheck = {
+    podTemplateHash: revision(2).podTemplateHash,
+    revision: 2,
+    phase: 'Running' as const,
+    message: '3 of 10 answers in a row from revision 2 at shop.example.com; last answer named 2',
+    startedAt: T0,
+    taken: 4,
+    consecutive: 3,
+    lastSeen: '2',
+  };
+  const switched = app({ phase: 'Progressing', active: revision(2), stable: revision(1), trafficCheck });
+
+  it('get: a Traffic check line in the header, with where it stands, the count, the host and the last answer', () => {
+    expect(tree(switched)).toContain(
+      'Traffic check: revision 2: ◌ Running - 3 of 10 answers in a row from revision 2 at shop.example.com; last answer named 2',
+    );
+    expect(tree(app({ phase: 'Healthy', active: revision(2) }))).not.toContain('Traffic check');
+  });
+
+  it('status: the line, only for the revision active now', () => {
+    expect(trafficCheckLine(switched, false)).toBe(
+      'traffic check: revision 2: ◌ Running - 3 of 10 answers in a row from revision 2 at shop.example.com; last answer named 2',
+    );
+    expect(trafficCheckLine(app({ active: revision(3), trafficCheck }), false)).toBe('');
   });
 });
