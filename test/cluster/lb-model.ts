@@ -54,7 +54,8 @@ export type { Target } from './data-plane/lb-plan.ts';
 
 /** The controller's look at the Service's endpoints and health checks. */
 const POLL_MS = 250;
-const HEALTH_CHECK_TIMEOUT_MS = 1_000;
+/** The ALB's default HealthCheckTimeoutSeconds: a busy machine's stall is not an unhealthy target. */
+const HEALTH_CHECK_TIMEOUT_MS = 5_000;
 
 type Call = <T>(path: string, body?: Record<string, unknown>) => Promise<T>;
 type Log = (line: string) => void;

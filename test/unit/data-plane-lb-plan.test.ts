@@ -84,9 +84,18 @@ describe('planTargets', () => {
     t = planTargets(t, [e], answers(true), 7_000, delays);
     expect(t.get(e.target)).toMatchObject({ state: 'healthy', registeredAt: 7_000 });
     expect(listenerTargets(t)).toEqual({ registered: [e.target], draining: [] });
-    // A registered target that stops answering gets no new connections.
+    // One failed check leaves a registered target in service; a second in a row takes it out: no new
+    // connections, its open ones kept.
     t = planTargets(t, [e], answers(false), 8_000, delays);
-    expect(listenerTargets(t)).toEqual({ registered: [], draining: [] });
+    expect(listenerTargets(t)).toEqual({ registered: [e.target], draining: [] });
+    t = planTargets(t, [e], answers(true), 9_000, delays);
+    t = planTargets(t, [e], answers(false), 10_000, delays);
+    expect(listenerTargets(t)).toEqual({ registered: [e.target], draining: [] });
+    t = planTargets(t, [e], answers(false), 11_000, delays);
+    expect(listenerTargets(t)).toEqual({ registered: [], draining: [e.target] });
+    expect(t.get(e.target)).toMatchObject({ state: 'healthy', answering: false, failedChecks: 2 });
+    t = planTargets(t, [e], answers(true), 12_000, delays);
+    expect(listenerTargets(t)).toEqual({ registered: [e.target], draining: [] });
   });
 
   it('drains a deregistered target for the drain delay, then drops it; one never registered is dropped at once', () => {

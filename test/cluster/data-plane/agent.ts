@@ -268,6 +268,8 @@ function lbTarget(lb: LbListener): string | { refuse: string } {
 function lbConnection(lb: LbListener, client: net.Socket): void {
   lb.clients.add(client);
   client.on('close', () => lb.clients.delete(client));
+  // A client may reset its connection at any time, a 503 answered or not: an unhandled 'error' would end the agent.
+  client.on('error', () => client.destroy());
   const target = lbTarget(lb);
   if (typeof target !== 'string') return void client.end(target.refuse);
   const [host, port] = target.split(':');

@@ -24,9 +24,18 @@ export interface Target extends Endpoint {
   seenAt: number;
   registeredAt?: number;
   drainingSince?: number;
-  /** Whether its latest health check answered 200. */
+  /** Whether it passes its health checks: a registered one fails only after UNHEALTHY_THRESHOLD checks in a row. */
   answering: boolean;
+  /** Health checks failed in a row. */
+  failedChecks?: number;
 }
+
+/**
+ * Failed health checks in a row that make a registered target unhealthy: the
+ * ALB's default UnhealthyThresholdCount. One check cut by a busy moment does
+ * not take a target out of service.
+ */
+export const UNHEALTHY_THRESHOLD = 2;
 
 export interface Delays {
   healthCheckDelayMs: number;
@@ -79,7 +88,9 @@ export function planTargets(
     const was = last.get(e.target);
     const fresh = !was || was.state === 'draining';
     const t: Target = fresh ? { ...e, state: 'initial', seenAt: now, answering: false } : { ...was };
-    t.answering = answering.get(e.target) ?? false;
+    const passed = answering.get(e.target) ?? false;
+    t.failedChecks = passed ? 0 : (t.failedChecks ?? 0) + 1;
+    t.answering = t.state === 'healthy' ? t.failedChecks < UNHEALTHY_THRESHOLD : passed;
     if (t.state === 'initial' && t.answering && now - t.seenAt >= delays.healthCheckDelayMs) {
       t.state = 'healthy';
       t.registeredAt = now;
@@ -96,12 +107,16 @@ export function planTargets(
   return next;
 }
 
-/** What the listener sends to: new connections to registered targets that answer; draining ones keep theirs. */
+/**
+ * What the listener sends to: new connections to registered targets that answer. Draining ones, and
+ * registered ones failing their checks, get no new connections and keep their open ones, as an ALB
+ * does: an unhealthy target is not cut.
+ */
 export function listenerTargets(targets: Map<string, Target>): { registered: string[]; draining: string[] } {
   const all = [...targets.values()];
   return {
     registered: all.filter((t) => t.state === 'healthy' && t.answering).map((t) => t.target),
-    draining: all.filter((t) => t.state === 'draining').map((t) => t.target),
+    draining: all.filter((t) => t.state === 'draining' || (t.state === 'healthy' && !t.answering)).map((t) => t.target),
   };
 }
 

@@ -64,6 +64,8 @@ export interface LoopReport {
   /** Every answer in the order requests were sent, once the loop has stopped; the latest RECENT before. */
   answers: Answer[];
   running: boolean;
+  /** Epoch milliseconds of the loop's start: an answer's `t` counts from it. */
+  startedAt: number;
   /** From the start to the stop (or now). */
   durationMs: number;
   /** Requests sent per second over durationMs. */
@@ -211,6 +213,7 @@ export class TrafficLoop {
       failures: [...this.failures],
       answers: this.running ? done.slice(-RECENT) : done,
       running: this.running,
+      startedAt: this.start,
       durationMs,
       achievedRps: durationMs > 0 ? Math.round((this.sent * 10_000) / durationMs) / 10 : 0,
       maxLateMs: Math.round(this.maxLateMs),
