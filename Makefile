@@ -84,6 +84,14 @@ DASHBOARD_BENCH_ARGS ?=
 bench-dashboard: deps binaries browser ## The dashboard's costs (issue #25): API requests per open tab, change-to-paint latency, 10,000 Apps (snapshot, first screen, rows, memory per stream) (bench/dashboard.ts)
 	node_modules/.bin/node bench/dashboard.ts $(DASHBOARD_BENCH_ARGS)
 
+# make bench-traffic TRAFFIC_BENCH_ARGS='--switches 3 --scenarios promote,abort --columns teal': bench/traffic.ts's flags.
+TRAFFIC_BENCH_ARGS ?=
+
+.PHONY: bench-traffic
+bench-traffic: deps binaries build-tools bundle ## What a client sees through each blue/green switch (issue #26): failed and wrong-revision requests through kube-proxy and a pod-aware LB model, Teal beside Argo Rollouts (bench/traffic.ts; root)
+	bash test/cluster/build-argo.sh >/dev/null
+	node_modules/.bin/node bench/traffic.ts $(TRAFFIC_BENCH_ARGS)
+
 # make bench-app-events APP_EVENTS_BENCH_ARGS='--apps 100 --events 20000': bench/app-events.ts's flags.
 APP_EVENTS_BENCH_ARGS ?=
 

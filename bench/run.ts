@@ -5,22 +5,20 @@
 //
 //   node bench/run.ts [--apps 100,1000] [--promotions 50] [--idle 60] [--quiet 10] [--promote-after 1000]
 //                     [--only teal|argo] [--teal-source]
-import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CoreV1Api, CustomObjectsApi, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { type Cluster, kubectlApply, startCluster, stopCluster } from '../test/cluster/cluster.ts';
 import { WAIT_MS, waitFor } from '../test/support/wait.ts';
+import { ensureArgo } from './argo-build.ts';
 import { AUDIT_POLICY, DRIVER_USER } from './audit.ts';
 import { AuditLog } from './audit-log.ts';
 import { type RunResult, runScenario, type ScenarioOptions } from './scenario.ts';
 import { argo, type Clients, killControllers, type Subject, teal } from './subjects.ts';
 import { renderTable } from './table.ts';
 
-const here = fileURLToPath(new URL('.', import.meta.url));
 const log = (line: string) => console.error(`bench: ${line}`);
 
 const { values } = parseArgs({
@@ -38,22 +36,6 @@ const sizes = values.apps.split(',').map(Number);
 if (sizes.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--apps: positive integers, got ${values.apps}`);
 const controllers = values.only === undefined ? ['teal', 'argo'] : [values.only];
 if (controllers.some((c) => c !== 'teal' && c !== 'argo')) throw new Error(`--only: teal or argo, got ${values.only}`);
-
-/** Builds Argo (test/cluster/build-argo.sh) on first use; its folder and version. */
-async function ensureArgo(): Promise<{ home: string; version: string }> {
-  const child = execFile('bash', [join(here, '../test/cluster/build-argo.sh')], { maxBuffer: 64 << 20 });
-  child.stderr?.on('data', (c: Buffer) => {
-    for (const line of c.toString().split('\n')) if (line.startsWith('build-argo:')) log(line);
-  });
-  let out = '';
-  child.stdout?.on('data', (c: Buffer) => {
-    out += c.toString();
-  });
-  const code = await new Promise<number | null>((r) => child.on('close', r));
-  if (code !== 0) throw new Error(`build-argo.sh failed with exit code ${code}`);
-  const home = out.trim().split('\n').at(-1) as string;
-  return { home, version: home.split('/').at(-1) as string };
-}
 
 /**
  * The bench's own client impersonates a user of its own, so that the audit
@@ -80,7 +62,7 @@ async function driverClients(cluster: Cluster): Promise<{ kc: KubeConfig; client
 }
 
 async function main(): Promise<void> {
-  const argoBuild = controllers.includes('argo') ? await ensureArgo() : undefined;
+  const argoBuild = controllers.includes('argo') ? await ensureArgo(log) : undefined;
   const cluster = await startCluster({
     name: 'teal-bench',
     log,

@@ -1,0 +1,399 @@
+// The traffic bench's columns (bench/traffic.ts): each a controller and the
+// way it switches, behind one interface: how it is started and killed, how an
+// App or Rollout is written, what the bench reads to know it is waiting for
+// promotion, switched, settled or aborted, and the writes a user makes to
+// promote, abort and undo. Every column gets the same workload: 2 replicas, one
+// container serving on 8080, blue/green with manual promotion, a full-size
+// preview, and the same scale-down delays.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { openSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  type CoreV1Api,
+  type CustomObjectsApi,
+  type KubernetesObject,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import { intentAnnotation } from '../src/app/intents.ts';
+import { LABEL_APP, LABEL_HASH } from '../src/app/labels.ts';
+import { GROUP, PLURAL, VERSION } from '../src/app/schema.ts';
+import { entrypointFlags, imageEnv } from '../test/support/dockerfile.ts';
+import { freePort } from '../test/support/ports.ts';
+import { tealEntry } from './subjects.ts';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const REPLICAS = 2;
+const PORT = 8080;
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+export interface Clients {
+  core: CoreV1Api;
+  custom: CustomObjectsApi;
+}
+
+/** A running controller. */
+export interface Controller {
+  pid: number;
+  ready(): Promise<boolean>;
+  /** SIGKILL, and its exit. */
+  kill(): Promise<void>;
+  /** SIGTERM, and its exit. */
+  stop(): Promise<void>;
+}
+
+export interface ColumnOptions {
+  clients: Clients;
+  kubeconfig: string;
+  logDir: string;
+  /** Seconds the replaced revision stays up after a switch, and an aborted preview after the abort. */
+  scaleDownDelaySeconds: number;
+  /** Teal from src/main.ts even when the bundle dist/teal.js exists. */
+  tealSource?: boolean;
+}
+
+export interface Column {
+  id: string;
+  /** The column's heading in the table, and what runs. */
+  title: string;
+  how: string;
+  namespace: string;
+  /** The CRDs, as manifests to apply. */
+  crds(): string[];
+  start(): Promise<Controller>;
+  /** The first release of `name` at `image`, and whatever a user writes beside it (Argo's Services). */
+  create(name: string, image: string): Promise<void>;
+  /** Deletes what create wrote. */
+  remove(name: string): Promise<void>;
+  /** The revision (pod-template hash) the active Service selects. */
+  activeRevision(name: string): Promise<string | undefined>;
+  /** The active Service's ClusterIP and port, as a URL. */
+  clusterUrl(name: string): Promise<string>;
+  /** The revision waiting for promotion once its preview is available; undefined before. */
+  waitingPreview(name: string): Promise<string | undefined>;
+  /** The controller says `revision` is active (switched, whatever is still to scale down). */
+  switched(name: string, revision: string): Promise<boolean>;
+  /** Pod counts by revision, terminating pods included. */
+  pods(name: string): Promise<Map<string, number>>;
+  /** The object's resourceVersion: the bench writes only once it has been calm for a moment. */
+  version(name: string): Promise<string | undefined>;
+  setImage(name: string, image: string): Promise<void>;
+  promote(name: string): Promise<void>;
+  abort(name: string): Promise<void>;
+  /** The controller has taken the abort of `revision`. */
+  abortTaken(name: string, revision: string): Promise<boolean>;
+  /**
+   * Back to the revision that served before (at `image`): Teal's undo intent; for Argo what
+   * `kubectl argo rollouts undo` writes (the previous template), after which its blue/green
+   * previews that revision and waits for a promote (undoWaitsForPromote).
+   */
+  undo(name: string, image: string): Promise<void>;
+  /** Whether an undo pauses on a preview that must be promoted (Argo), or switches by itself (Teal). */
+  undoWaitsForPromote: boolean;
+}
+
+function spawnLogged(command: string, args: string[], log: string, env: NodeJS.ProcessEnv = process.env): ChildProcess {
+  const out = openSync(log, 'a');
+  return spawn(command, args, { stdio: ['ignore', out, out], env });
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+async function httpOk(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
+    await res.arrayBuffer();
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+function controller(child: ChildProcess, readyUrl: string): Controller {
+  return {
+    pid: child.pid ?? -1,
+    ready: () => httpOk(readyUrl),
+    kill: async () => {
+      child.kill('SIGKILL');
+      await exited(child);
+    },
+    stop: async () => {
+      child.kill('SIGTERM');
+      const kill = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      await exited(child);
+      clearTimeout(kill);
+    },
+  };
+}
+
+/** Pods of one workload counted by a revision label, terminating ones included. */
+async function podsBy(core: CoreV1Api, namespace: string, selector: string, label: string) {
+  const list = await core.listNamespacedPod({ namespace, labelSelector: selector });
+  const out = new Map<string, number>();
+  for (const p of list.items) {
+    const rev = p.metadata?.labels?.[label] ?? '';
+    out.set(rev, (out.get(rev) ?? 0) + 1);
+  }
+  return out;
+}
+
+async function clusterUrlOf(core: CoreV1Api, namespace: string, name: string): Promise<string> {
+  const spec = (await core.readNamespacedService({ namespace, name })).spec;
+  const port = spec?.ports?.[0]?.port;
+  if (!spec?.clusterIP || spec.clusterIP === 'None' || !port)
+    throw new Error(`Service ${namespace}/${name} has no ClusterIP`);
+  return `http://${spec.clusterIP}:${port}/`;
+}
+
+const notFound = (err: unknown) => (err as { code?: number }).code === 404;
+
+// ---- Teal (plain selector): the active Service's selector is switched by a write, as today.
+
+interface App extends KubernetesObject {
+  metadata: KubernetesObject['metadata'] & { generation?: number };
+  status?: {
+    phase?: string;
+    observedGeneration?: number;
+    active?: { podTemplateHash?: string };
+    preview?: { podTemplateHash?: string };
+    conditions?: { type: string; status: string }[];
+    handledIntents?: Record<string, string>;
+  };
+}
+
+export function tealPlain(opts: ColumnOptions, namespace: string): Column {
+  const { clients, scaleDownDelaySeconds } = opts;
+  const api = { group: GROUP, version: VERSION, namespace, plural: PLURAL };
+  const entry = tealEntry(opts.tealSource ?? false);
+  const runtime = entry.path.endsWith('dist/teal.js')
+    ? { nodeArgs: entrypointFlags(), env: imageEnv() }
+    : { nodeArgs: [], env: {} };
+  const get = async (name: string) => (await clients.custom.getNamespacedCustomObject({ ...api, name })) as App;
+  const current = (a: App) => a.status?.observedGeneration === a.metadata?.generation;
+  const intent = async (name: string, action: 'promote' | 'abort' | 'undo') => {
+    const id = `bench-${action}-${Date.now()}`;
+    const value = JSON.stringify({ id, by: 'bench', via: 'api', at: new Date().toISOString() });
+    const body = { metadata: { annotations: { [intentAnnotation(action)]: value } } };
+    await clients.custom.patchNamespacedCustomObject({ ...api, name, body }, merge);
+    return id;
+  };
+  const lastAbort = new Map<string, string>();
+  return {
+    id: 'teal',
+    title: 'Teal (plain selector)',
+    how: `Teal from the ${entry.how}`,
+    namespace,
+    crds: () =>
+      ['teal.dev_apps.yaml', 'teal.dev_analysistemplates.yaml'].map((f) =>
+        readFileSync(join(root, 'config/crd', f), 'utf8'),
+      ),
+    start: async () => {
+      const port = await freePort();
+      const child = spawnLogged(
+        process.execPath,
+        [
+          ...runtime.nodeArgs,
+          entry.path,
+          ...['--kubeconfig', opts.kubeconfig, '--namespace', namespace, '--leader-elect=false'],
+          ...['--http-addr', `127.0.0.1:${port}`, '--log-level', 'warn'],
+        ],
+        join(opts.logDir, 'teal.log'),
+        { ...process.env, ...runtime.env },
+      );
+      return controller(child, `http://127.0.0.1:${port}/readyz`);
+    },
+    create: async (name, image) => {
+      await clients.custom.createNamespacedCustomObject({
+        ...api,
+        body: {
+          apiVersion: `${GROUP}/${VERSION}`,
+          kind: 'App',
+          metadata: { name },
+          spec: {
+            image,
+            replicas: REPLICAS,
+            template: { spec: { containers: [{ name: 'app', ports: [{ containerPort: PORT }] }] } },
+            strategy: {
+              blueGreen: {
+                autoPromotionEnabled: false,
+                previewReplicaCount: REPLICAS,
+                scaleDownDelaySeconds,
+                abortScaleDownDelaySeconds: scaleDownDelaySeconds,
+              },
+            },
+          },
+        },
+      });
+    },
+    remove: async (name) => {
+      await clients.custom.deleteNamespacedCustomObject({ ...api, name }).catch((err) => {
+        if (!notFound(err)) throw err;
+      });
+    },
+    activeRevision: async (name) =>
+      (await clients.core.readNamespacedService({ namespace, name })).spec?.selector?.[LABEL_HASH],
+    clusterUrl: (name) => clusterUrlOf(clients.core, namespace, name),
+    waitingPreview: async (name) => {
+      const a = await get(name);
+      const available = a.status?.conditions?.find((c) => c.type === 'PreviewAvailable')?.status === 'True';
+      return current(a) && a.status?.phase === 'Paused' && available ? a.status?.preview?.podTemplateHash : undefined;
+    },
+    switched: async (name, revision) => {
+      const a = await get(name);
+      return current(a) && a.status?.phase === 'Healthy' && a.status.active?.podTemplateHash === revision;
+    },
+    pods: (name) => podsBy(clients.core, namespace, `${LABEL_APP}=${name}`, LABEL_HASH),
+    version: async (name) => (await get(name)).metadata?.resourceVersion,
+    setImage: async (name, image) => {
+      await clients.custom.patchNamespacedCustomObject({ ...api, name, body: { spec: { image } } }, merge);
+    },
+    promote: async (name) => {
+      await intent(name, 'promote');
+    },
+    abort: async (name) => {
+      lastAbort.set(name, await intent(name, 'abort'));
+    },
+    abortTaken: async (name) => {
+      const a = await get(name);
+      return a.status?.handledIntents?.abort === lastAbort.get(name);
+    },
+    undo: async (name) => {
+      await intent(name, 'undo');
+    },
+    undoWaitsForPromote: false,
+  };
+}
+
+// ---- Argo Rollouts (selector swap)
+
+const ARGO = { group: 'argoproj.io', version: 'v1alpha1', plural: 'rollouts' };
+const ARGO_HASH = 'rollouts-pod-template-hash';
+
+interface Rollout extends KubernetesObject {
+  status?: {
+    phase?: string;
+    abort?: boolean;
+    currentPodHash?: string;
+    stableRS?: string;
+    controllerPause?: boolean;
+    pauseConditions?: { reason?: string }[] | null;
+    blueGreen?: { activeSelector?: string; previewSelector?: string };
+  };
+}
+
+export function argoSelectorSwap(opts: ColumnOptions & { home: string; version: string }, namespace: string): Column {
+  const { clients, scaleDownDelaySeconds, home } = opts;
+  const api = { ...ARGO, namespace };
+  const container = (image: string) => ({ name: 'app', image, ports: [{ containerPort: PORT }] });
+  const get = async (name: string) => (await clients.custom.getNamespacedCustomObject({ ...api, name })) as Rollout;
+  const service = (name: string, preview: boolean) => ({
+    metadata: { name: preview ? `${name}-preview` : name },
+    spec: { selector: { app: name }, ports: [{ name: 'http', port: 80, targetPort: PORT }] },
+  });
+  const setImage = async (name: string, image: string) => {
+    const body = { spec: { template: { spec: { containers: [container(image)] } } } };
+    await clients.custom.patchNamespacedCustomObject({ ...api, name, body }, merge);
+  };
+  const statusPatch = async (name: string, status: Record<string, unknown>) => {
+    await clients.custom.patchNamespacedCustomObjectStatus({ ...api, name, body: { status } }, merge);
+  };
+  return {
+    id: 'argo',
+    title: 'Argo (selector swap)',
+    how: `Argo Rollouts ${opts.version}, built from Go modules (test/cluster/build-argo.sh)`,
+    namespace,
+    crds: () =>
+      ['rollout', 'analysis-run', 'analysis-template', 'cluster-analysis-template', 'experiment'].map((kind) =>
+        readFileSync(join(home, 'crds', `${kind}-crd.yaml`), 'utf8'),
+      ),
+    start: async () => {
+      const [metrics, health] = [await freePort(), await freePort()];
+      const child = spawnLogged(
+        join(home, 'bin/rollouts-controller'),
+        [
+          ...['--kubeconfig', opts.kubeconfig, '--namespaced', '--namespace', namespace, '--leader-elect=false'],
+          ...[`--metricsPort=${metrics}`, `--healthzPort=${health}`, '--loglevel', 'warn'],
+        ],
+        join(opts.logDir, 'argo.log'),
+      );
+      return controller(child, `http://127.0.0.1:${health}/healthz`);
+    },
+    create: async (name, image) => {
+      await clients.core.createNamespacedService({ namespace, body: service(name, false) });
+      await clients.core.createNamespacedService({ namespace, body: service(name, true) });
+      await clients.custom.createNamespacedCustomObject({
+        ...api,
+        body: {
+          apiVersion: 'argoproj.io/v1alpha1',
+          kind: 'Rollout',
+          metadata: { name },
+          spec: {
+            replicas: REPLICAS,
+            selector: { matchLabels: { app: name } },
+            template: { metadata: { labels: { app: name } }, spec: { containers: [container(image)] } },
+            strategy: {
+              blueGreen: {
+                activeService: name,
+                previewService: `${name}-preview`,
+                autoPromotionEnabled: false,
+                previewReplicaCount: REPLICAS,
+                scaleDownDelaySeconds,
+                abortScaleDownDelaySeconds: scaleDownDelaySeconds,
+              },
+            },
+          },
+        },
+      });
+    },
+    remove: async (name) => {
+      const ignore = (err: unknown) => {
+        if (!notFound(err)) throw err;
+      };
+      await clients.custom.deleteNamespacedCustomObject({ ...api, name }).catch(ignore);
+      await clients.core.deleteNamespacedService({ namespace, name }).catch(ignore);
+      await clients.core.deleteNamespacedService({ namespace, name: `${name}-preview` }).catch(ignore);
+    },
+    activeRevision: async (name) =>
+      (await clients.core.readNamespacedService({ namespace, name })).spec?.selector?.[ARGO_HASH],
+    clusterUrl: (name) => clusterUrlOf(clients.core, namespace, name),
+    // What `kubectl argo rollouts get` shows as paused: the BlueGreenPause condition, which Argo sets once the preview is available.
+    waitingPreview: async (name) => {
+      const r = await get(name);
+      const s = r.status;
+      const paused =
+        s?.phase === 'Paused' &&
+        s.controllerPause === true &&
+        (s.pauseConditions ?? []).some((c) => c.reason === 'BlueGreenPause') &&
+        s.currentPodHash !== s.stableRS &&
+        s.blueGreen?.previewSelector === s.currentPodHash;
+      return paused ? s?.currentPodHash : undefined;
+    },
+    switched: async (name, revision) => {
+      const s = (await get(name)).status;
+      return (
+        s?.phase === 'Healthy' &&
+        s.stableRS === revision &&
+        s.currentPodHash === revision &&
+        s.blueGreen?.activeSelector === revision
+      );
+    },
+    pods: (name) => podsBy(clients.core, namespace, `app=${name}`, ARGO_HASH),
+    version: async (name) => (await get(name)).metadata?.resourceVersion,
+    setImage,
+    // As `kubectl argo rollouts promote` does for a paused blue/green Rollout.
+    promote: (name) => statusPatch(name, { pauseConditions: null }),
+    // As `kubectl argo rollouts abort` does.
+    abort: (name) => statusPatch(name, { abort: true }),
+    abortTaken: async (name) => {
+      const s = (await get(name)).status;
+      return s?.abort === true && s.phase === 'Degraded';
+    },
+    // `kubectl argo rollouts undo` writes the previous revision's template back: here, its image.
+    undo: (name, image) => setImage(name, image),
+    undoWaitsForPromote: true,
+  };
+}
