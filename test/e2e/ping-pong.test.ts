@@ -24,10 +24,10 @@ import { installGatewayApi } from '../support/data-plane.ts';
 import { clients, waitFor } from '../support/kube.ts';
 import { type OperatorNamespace, operatorNamespace } from '../support/operator-namespace.ts';
 import { type RouteStatus, routeStatus } from '../support/route-status.ts';
+import { createRoute as createHttpRoute, ROUTES } from '../support/routes.ts';
 import { watchChanges } from '../support/watch.ts';
 
 const { core, custom } = clients();
-const ROUTES = { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'httproutes' };
 let ns: string;
 let world: OperatorNamespace;
 let gateway: RouteStatus;
@@ -65,28 +65,12 @@ async function createRoute(name: string): Promise<void> {
 }
 
 async function createRouteNamed(route: string, name: string): Promise<void> {
-  await custom.createNamespacedCustomObject({
-    ...ROUTES,
-    namespace: ns,
-    body: {
-      apiVersion: 'gateway.networking.k8s.io/v1',
-      kind: 'HTTPRoute',
-      metadata: { name: route },
-      spec: {
-        parentRefs: [{ name: 'gw' }],
-        hostnames: [`${name}.example.com`],
-        rules: [
-          {
-            backendRefs: [
-              { name: `${name}-ping`, port: 80, weight: 0 },
-              { name: `${name}-pong`, port: 80, weight: 0 },
-              { name: 'other', port: 80, weight: 5 },
-            ],
-          },
-        ],
-      },
-    },
-  });
+  const backends = [
+    { name: `${name}-ping`, weight: 0 },
+    { name: `${name}-pong`, weight: 0 },
+    { name: 'other', weight: 5 },
+  ];
+  await createHttpRoute(ns, route, 'gw', backends, [`${name}.example.com`]);
 }
 
 const readRoute = async (name: string) =>

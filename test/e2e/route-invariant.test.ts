@@ -12,9 +12,9 @@ import { LABEL_APP, LABEL_SLOT } from '../../src/app/labels.ts';
 import { fullyAvailable, watchRoutes } from '../support/apps.ts';
 import { installGatewayApi } from '../support/data-plane.ts';
 import { clients, createNamespace, waitFor } from '../support/kube.ts';
+import { createRoute, ROUTES } from '../support/routes.ts';
 
 const { apps, custom } = clients();
-const ROUTES = { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'httproutes' };
 const slots = {
   'web-ping': { app: 'web', slot: 'ping' },
   'web-pong': { app: 'web', slot: 'pong' },
@@ -61,27 +61,11 @@ beforeAll(async () => {
     fullyAvailable(await apps.readNamespacedReplicaSet({ namespace: ns, name: 'ping' })) ? true : undefined,
   );
   watcher = await watchRoutes(ns, slots);
-  await custom.createNamespacedCustomObject({
-    ...ROUTES,
-    namespace: ns,
-    body: {
-      apiVersion: 'gateway.networking.k8s.io/v1',
-      kind: 'HTTPRoute',
-      metadata: { name: 'web' },
-      spec: {
-        parentRefs: [{ name: 'gw' }],
-        rules: [
-          {
-            backendRefs: [
-              { name: 'web-ping', port: 80, weight: 100 },
-              { name: 'web-pong', port: 80, weight: 0 },
-              { name: 'other', port: 80, weight: 5 },
-            ],
-          },
-        ],
-      },
-    },
-  });
+  await createRoute(ns, 'web', 'gw', [
+    { name: 'web-ping', weight: 100 },
+    { name: 'web-pong', weight: 0 },
+    { name: 'other', weight: 5 },
+  ]);
 });
 
 afterAll(async () => {

@@ -20,6 +20,7 @@ import {
   startTestDataPlane,
 } from '../support/data-plane.ts';
 import { clients, createNamespace, waitFor } from '../support/kube.ts';
+import { createRoute, ROUTES } from '../support/routes.ts';
 
 const { apps, core, custom } = clients();
 const skip = dataPlaneSkipReason();
@@ -72,14 +73,13 @@ describe.skipIf(skip !== undefined)(`the Gateway API gateway${skip ? ` (skipped:
   let dp: DataPlane | undefined;
   let gw: GatewayModel;
 
-  const routeApi = { group: GROUP, version: 'v1', plural: 'httproutes' };
   const getRoute = async () =>
-    (await custom.getNamespacedCustomObject({ ...routeApi, namespace: ns, name: 'web' })) as Route;
+    (await custom.getNamespacedCustomObject({ ...ROUTES, namespace: ns, name: 'web' })) as Route;
   /** Sets the route's one rule's backendRefs (Service port 80): [service, weight] pairs; returns the new generation. */
   const setBackends = async (backends: [string, number][]): Promise<number> => {
     const backendRefs = backends.map(([name, weight]) => ({ name, port: 80, weight }));
     const patched = (await custom.patchNamespacedCustomObject(
-      { ...routeApi, namespace: ns, name: 'web', body: { spec: { rules: [{ backendRefs }] } } },
+      { ...ROUTES, namespace: ns, name: 'web', body: { spec: { rules: [{ backendRefs }] } } },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     )) as Route;
     return patched.metadata.generation;
@@ -135,26 +135,10 @@ describe.skipIf(skip !== undefined)(`the Gateway API gateway${skip ? ` (skipped:
       namespace: ns,
       podAware: { healthCheckDelayMs: HEALTH_CHECK_DELAY_MS, drainDelayMs: DRAIN_DELAY_MS },
     });
-    await custom.createNamespacedCustomObject({
-      ...routeApi,
-      namespace: ns,
-      body: {
-        apiVersion: `${GROUP}/v1`,
-        kind: 'HTTPRoute',
-        metadata: { name: 'web' },
-        spec: {
-          parentRefs: [{ name: GATEWAY }],
-          rules: [
-            {
-              backendRefs: [
-                { name: 'web-ping', port: 80, weight: 100 },
-                { name: 'web-pong', port: 80, weight: 0 },
-              ],
-            },
-          ],
-        },
-      },
-    });
+    await createRoute(ns, 'web', GATEWAY, [
+      { name: 'web-ping', weight: 100 },
+      { name: 'web-pong', weight: 0 },
+    ]);
   });
 
   afterAll(async () => {
@@ -260,16 +244,7 @@ describe.skipIf(skip !== undefined)(`the Gateway API gateway${skip ? ` (skipped:
 
   it('without podAware: follows the ready endpoints at once, with no health-check delay, and sets no gate', async () => {
     const plain = await startGatewayOn('plain');
-    await custom.createNamespacedCustomObject({
-      ...routeApi,
-      namespace: ns,
-      body: {
-        apiVersion: `${GROUP}/v1`,
-        kind: 'HTTPRoute',
-        metadata: { name: 'plain' },
-        spec: { parentRefs: [{ name: 'plain' }], rules: [{ backendRefs: [{ name: 'web-ping', port: 80 }] }] },
-      },
-    });
+    await createRoute(ns, 'plain', 'plain', [{ name: 'web-ping' }]);
     const targets = await waitFor('2 targets of web-ping', async () => {
       const t = plain.targets().filter((x) => x.service === 'web-ping' && x.state === 'healthy');
       return t.length === 2 ? t : undefined;

@@ -23,11 +23,11 @@ import {
 } from '../support/data-plane.ts';
 import { clients, waitFor } from '../support/kube.ts';
 import { type OperatorNamespace, operatorNamespace } from '../support/operator-namespace.ts';
+import { createRoute, ROUTES } from '../support/routes.ts';
 import { watchChanges } from '../support/watch.ts';
 
 const { custom } = clients();
 const skip = dataPlaneSkipReason();
-const ROUTES = { group: 'gateway.networking.k8s.io', version: 'v1', plural: 'httproutes' };
 const GATEWAY = 'gw';
 const GATE = `${LB_GATE_PREFIX}${GATEWAY}`;
 
@@ -126,26 +126,10 @@ describe.skipIf(skip !== undefined)(
           },
         ),
       );
-      await custom.createNamespacedCustomObject({
-        ...ROUTES,
-        namespace: ns,
-        body: {
-          apiVersion: 'gateway.networking.k8s.io/v1',
-          kind: 'HTTPRoute',
-          metadata: { name: 'web' },
-          spec: {
-            parentRefs: [{ name: GATEWAY }],
-            rules: [
-              {
-                backendRefs: [
-                  { name: 'web-ping', port: 80, weight: 0 },
-                  { name: 'web-pong', port: 80, weight: 0 },
-                ],
-              },
-            ],
-          },
-        },
-      });
+      await createRoute(ns, 'web', GATEWAY, [
+        { name: 'web-ping', weight: 0 },
+        { name: 'web-pong', weight: 0 },
+      ]);
     });
 
     afterAll(async () => {
