@@ -132,6 +132,11 @@ const ConfigFields = z.strictObject({
     .regex(DNS1123_SUBDOMAIN, 'must be a Secret name: lowercase letters, digits, "-" and "."')
     .optional()
     .describe('The push Secret, in the App namespace, of Apps without build.pushSecretRef.'),
+  buildNamespace: z
+    .string()
+    .regex(DNS1123_LABEL, 'must be a namespace name (a DNS label)')
+    .optional()
+    .describe("Build Jobs run in this namespace, with copies of their Secrets, rather than in the App's."),
   egressAllow: z
     .array(z.string())
     .check((ctx) => {
@@ -207,6 +212,8 @@ export const USAGE = `teal: the Teal operator
   --default-registry HOST[/PATH]    Apps without spec.build.image push to HOST[/PATH]/<namespace>/<name>
                                     (e.g. harbor.example.com/apps; default: none, build.image is required)
   --default-push-secret NAME        the push Secret, in the App's namespace, of Apps without spec.build.pushSecretRef
+  --build-namespace NS              run build Jobs in NS, with per-build copies of their git and push Secrets, so
+                                    App namespaces can stay Pod Security restricted (docs/getting-started.md)
   ${EGRESS_FLAG} PATTERN[,...]      where web and Prometheus checks and notifications may connect: host names
                                     (prometheus.monitoring, *.example.com), IP addresses and CIDRs; repeatable.
                                     Default: anywhere but loopback, link-local, cloud metadata and the operator's
@@ -288,6 +295,7 @@ function readFlags(argv: readonly string[], env: NodeJS.ProcessEnv) {
       'kaniko-image': { type: 'string', default: DEFAULT_BUILD_IMAGES.kaniko },
       'default-registry': { type: 'string' },
       'default-push-secret': { type: 'string' },
+      'build-namespace': { type: 'string' },
       'egress-allow': { type: 'string', multiple: true, default: [] },
       help: { type: 'boolean', short: 'h' },
     },
@@ -336,6 +344,7 @@ function toConfigInput(values: Flags, env: NodeJS.ProcessEnv) {
     kanikoImage: values['kaniko-image'],
     defaultRegistry: values['default-registry'],
     defaultPushSecret: values['default-push-secret'],
+    buildNamespace: values['build-namespace'],
     egressAllow: values['egress-allow'],
   };
 }

@@ -42,6 +42,8 @@ import { RECHECK_MS } from './stream.ts';
 export interface BuildCaches {
   jobs: Pick<SharedInformer<Cached<ObservedJob>>, 'byIndex' | 'get' | 'addHandler'>;
   pods: Pick<SharedInformer<Cached<ObservedBuildPod>>, 'byIndex' | 'addHandler'>;
+  /** --build-namespace: where the Jobs run; else each in its App's namespace. */
+  namespace?: string;
 }
 
 /** Open build logs one user may hold, over all their tabs and sessions. */
@@ -210,7 +212,9 @@ export class BuildLogs {
       release();
     });
     const feed = new Feed(out, stopped.signal, request.after);
-    this.pump({ namespace, job, feed, caches, signal: stopped.signal })
+    // The operator reads the build namespace for the caller, who needs no right there (docs/getting-started.md).
+    const jobNamespace = caches.namespace ?? namespace;
+    this.pump({ namespace: jobNamespace, job, feed, caches, signal: stopped.signal })
       .catch((err: unknown) => {
         if (stopped.signal.aborted) return;
         logger.warn({ namespace, name, job, error: errorMessage(err) }, 'build log stream failed');

@@ -1,6 +1,13 @@
 // Labels and annotations Teal puts on what it owns: part of the App's contract
 // (users and kubectl teal select by them), read by build, analysis, rollout and cli.
 export const LABEL_APP = 'teal.dev/app';
+/**
+ * On what Teal makes for an App outside the App's namespace (build Jobs under
+ * --build-namespace), where no ownerReference can reach the App: its namespace
+ * and uid, with LABEL_APP its name. An App of that name made again has another uid.
+ */
+export const LABEL_APP_NAMESPACE = 'teal.dev/app-namespace';
+export const LABEL_APP_UID = 'teal.dev/app-uid';
 export const LABEL_HASH = 'teal.dev/pod-template-hash';
 export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
 export const MANAGED_BY = 'teal';

@@ -540,6 +540,10 @@ export const SourceStatusSchema = z.strictObject({
 export const BuildStatusSchema = z.strictObject({
   commit: z.string(),
   job: z.string(),
+  namespace: z
+    .string()
+    .optional()
+    .describe("The build Job's namespace when it is not the App's: the operator's --build-namespace."),
   phase: z.enum(['Pending', 'Running', 'Succeeded', 'Failed']),
   startedAt: time.optional(),
   finishedAt: time.optional(),

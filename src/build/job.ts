@@ -3,7 +3,7 @@
 // environment variables or exec arguments, never through a shell.
 import { parseDuration } from '../app/duration.ts';
 import { jobNamePrefix, sha } from '../app/hash.ts';
-import { LABEL_APP, LABEL_MANAGED_BY, MANAGED_BY } from '../app/labels.ts';
+import { LABEL_APP, LABEL_APP_NAMESPACE, LABEL_APP_UID, LABEL_MANAGED_BY, MANAGED_BY } from '../app/labels.ts';
 import { ownerReference } from '../app/owner.ts';
 import type { App } from '../app/schema.ts';
 import type { BuildImages } from './images.ts';
@@ -29,6 +29,16 @@ export interface BuildInput {
   images: BuildImages;
   /** The operator's registry defaults, for Apps that name no image or push Secret. */
   defaults?: BuildDefaults;
+  /** --build-namespace: the Job runs there, with copies of its Secrets (see buildSecretCopies). */
+  buildNamespace?: string;
+}
+
+/** A Secret of the App's namespace copied into the build namespace for one Job, owned by it. */
+export interface BuildSecretCopy {
+  /** The Secret's name in the App's namespace. */
+  source: string;
+  /** The copy's name in the build namespace. */
+  name: string;
 }
 
 /** The engine, Dockerfile, context path and target: a commit built with other settings is another image. */
@@ -43,8 +53,24 @@ export function buildSpecHash(app: App, defaults: BuildDefaults = {}): string {
  * Deterministic per (App, commit, build settings), so a commit is built once;
  * a DNS-1123 label of at most 63 characters (Jobs label their pods with it).
  */
-export function buildJobName(app: App, commit: string, defaults: BuildDefaults = {}): string {
-  return `${jobNamePrefix(app.metadata.name)}-build-${commit.slice(0, 10)}-${buildSpecHash(app, defaults)}`;
+export function buildJobName(app: App, commit: string, defaults: BuildDefaults = {}, buildNamespace?: string): string {
+  const prefix = jobNamePrefix(app.metadata.name);
+  const spec = buildSpecHash(app, defaults);
+  if (buildNamespace === undefined) return `${prefix}-build-${commit.slice(0, 10)}-${spec}`;
+  // One namespace holds the builds of every App namespace: the App's namespace, hashed, keeps two Apps
+  // of one name apart; it takes the place of "-build-" so the name stays within 63 characters.
+  return `${prefix}-${sha(app.metadata.namespace ?? '').slice(0, 5)}-${commit.slice(0, 10)}-${spec}`;
+}
+
+/**
+ * The Secrets a build in the build namespace reads, copied there from the App's namespace:
+ * named after its Job (unique in that namespace), so a copy never collides with another App's.
+ */
+export function buildSecretCopies(jobName: string, gitSecret?: string, pushSecret?: string): BuildSecretCopy[] {
+  return [
+    ...(gitSecret ? [{ source: gitSecret, name: `${jobName}-git` }] : []),
+    ...(pushSecret ? [{ source: pushSecret, name: `${jobName}-push` }] : []),
+  ];
 }
 
 /** The git URL a build engine fetches, with the commit and the sub-directory. */
@@ -220,19 +246,31 @@ function buildkitPod(p: PodInput): BuildPod {
 }
 
 export function buildJobManifest(input: BuildInput) {
-  const { app, commit, ref, images, defaults = {} } = input;
+  const { app, commit, ref, images, defaults = {}, buildNamespace } = input;
   const build = app.spec.build;
   const git = app.spec.source?.git;
   const repository = imageRepository(app, defaults);
   if (!build || !git || !repository) throw new Error('buildJobManifest needs spec.source, spec.build and a repository');
   const image = `${repository}:${commit}`;
-  const labels = {
+  const name = buildJobName(app, commit, defaults, buildNamespace);
+  // Away from the App, no ownerReference can name it: its namespace and uid are labels instead.
+  const away: Record<string, string> =
+    buildNamespace === undefined
+      ? {}
+      : { [LABEL_APP_NAMESPACE]: app.metadata.namespace ?? '', [LABEL_APP_UID]: app.metadata.uid ?? '' };
+  const labels: Record<string, string> = {
     [LABEL_APP]: app.metadata.name,
+    ...away,
     [LABEL_BUILD]: commit.slice(0, 12),
     [LABEL_COMMIT]: commit,
     [LABEL_BUILD_SPEC]: buildSpecHash(app, defaults),
     [LABEL_MANAGED_BY]: MANAGED_BY,
   };
+  const gitSource = git.secretRef?.name;
+  const pushSource = pushSecretName(app, defaults);
+  const copies = buildNamespace === undefined ? [] : buildSecretCopies(name, gitSource, pushSource);
+  const copyOf = (source: string | undefined) =>
+    source === undefined ? undefined : (copies.find((c) => c.source === source)?.name ?? source);
   const kaniko = build.engine === 'kaniko';
   const pod = (kaniko ? kanikoPod : buildkitPod)({
     image,
@@ -241,8 +279,8 @@ export function buildJobManifest(input: BuildInput) {
     dockerfile: build.dockerfile,
     ref,
     commit,
-    pushSecret: pushSecretName(app, defaults),
-    gitSecret: git.secretRef?.name,
+    pushSecret: copyOf(pushSource),
+    gitSecret: copyOf(gitSource),
     gitSecretKeys: new Set(input.gitSecretKeys ?? []),
     describe: [
       { name: 'TEAL_COMMIT', value: commit },
@@ -254,13 +292,15 @@ export function buildJobManifest(input: BuildInput) {
     apiVersion: 'batch/v1',
     kind: 'Job',
     metadata: {
-      name: buildJobName(app, commit, defaults),
-      namespace: app.metadata.namespace,
+      name,
+      namespace: buildNamespace ?? app.metadata.namespace,
       labels,
       annotations: { [ANN_TARGET_IMAGE]: image, 'teal.dev/ref': ref },
-      ownerReferences: [ownerReference(app)],
+      ...(buildNamespace === undefined ? { ownerReferences: [ownerReference(app)] } : {}),
     },
     spec: {
+      // In the build namespace the Job starts suspended: its Secret copies are made (owned by it) first.
+      ...(buildNamespace === undefined ? {} : { suspend: true }),
       backoffLimit: 0,
       activeDeadlineSeconds: Math.max(1, Math.round(parseDuration(build.timeout) / 1000)),
       template: {
@@ -279,3 +319,39 @@ export function buildJobManifest(input: BuildInput) {
 }
 
 export type BuildJobManifest = ReturnType<typeof buildJobManifest>;
+
+/** LABEL_BUILD_SECRET on a Secret copy in the build namespace: the build Job it was made for. */
+export const LABEL_BUILD_SECRET = 'teal.dev/build-secret';
+
+/**
+ * A copy of one of the build's Secrets in the build namespace, owned by its Job:
+ * the garbage collector deletes it with the Job. Its data goes straight from the
+ * source; nothing of it is logged.
+ */
+export function buildSecretCopyManifest(
+  copy: BuildSecretCopy,
+  job: { namespace: string; name: string; uid: string },
+  source: { type?: string; data: Record<string, string> },
+) {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: {
+      name: copy.name,
+      namespace: job.namespace,
+      labels: { [LABEL_BUILD_SECRET]: job.name, [LABEL_MANAGED_BY]: MANAGED_BY },
+      ownerReferences: [
+        {
+          apiVersion: 'batch/v1',
+          kind: 'Job',
+          name: job.name,
+          uid: job.uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
+    },
+    type: source.type ?? 'Opaque',
+    data: source.data,
+  };
+}

@@ -2,7 +2,8 @@
 // label read is checked against the shape Teal writes; a bad one is treated
 // as absent and listed in `problems`.
 import { commitSha, matching, objectName, objectRef, ValueReader } from '../app/cluster-values.ts';
-import { LABEL_APP } from '../app/labels.ts';
+import { LABEL_APP, LABEL_APP_NAMESPACE, LABEL_APP_UID } from '../app/labels.ts';
+import { DNS1123_LABEL } from '../app/patterns.ts';
 import { BUILD_CONTAINER, LABEL_BUILD, LABEL_BUILD_SPEC, LABEL_COMMIT } from './job.ts';
 import type { ObservedBuildPod, ObservedJob } from './plan.ts';
 
@@ -10,6 +11,7 @@ type Raw = {
   metadata?: {
     name?: string;
     namespace?: string;
+    uid?: string;
     resourceVersion?: string;
     creationTimestamp?: string;
     deletionTimestamp?: string;
@@ -17,7 +19,7 @@ type Raw = {
     ownerReferences?: { kind: string; name: string; controller?: boolean }[];
   };
   /** A Job's pod template, which cannot change after creation. */
-  spec?: { template?: { metadata?: { labels?: Record<string, string> } } };
+  spec?: { suspend?: boolean; template?: { metadata?: { labels?: Record<string, string> } } };
   status?: {
     startTime?: string;
     completionTime?: string;
@@ -29,6 +31,9 @@ type Raw = {
 };
 
 /** LABEL_BUILD_SPEC: the 5 hex digits of buildSpecHash (job.ts). */
+const namespaceLabel = matching(DNS1123_LABEL, 'a namespace name (a DNS label)', 63);
+const uidLabel = matching(/^[0-9a-f-]{1,63}$/, 'an object uid', 63);
+
 const buildSpecLabel = matching(/^[0-9a-f]{5}$/, 'a build settings hash of 5 lowercase hex digits', 5);
 
 /** The kubelet keeps at most this much of a termination message; anything longer was not written by one. */
@@ -46,13 +51,28 @@ export function observeJob(raw: unknown): ObservedJob | undefined {
   const commit = read.fixedLabel(m.labels, template, 'pod template', LABEL_COMMIT, commitSha);
   if (!app || !commit) return undefined;
   const buildSpec = read.fixedLabel(m.labels, template, 'pod template', LABEL_BUILD_SPEC, buildSpecLabel) ?? '';
+  // In the build namespace: the App's namespace and uid, as labels (nothing there for a Job beside its App).
+  const awayNamespace = m.labels?.[LABEL_APP_NAMESPACE];
+  const appNamespace =
+    awayNamespace === undefined
+      ? ref.namespace
+      : read.fixedLabel(m.labels, template, 'pod template', LABEL_APP_NAMESPACE, namespaceLabel);
+  if (!appNamespace) return undefined;
+  const appUid =
+    awayNamespace === undefined
+      ? undefined
+      : read.fixedLabel(m.labels, template, 'pod template', LABEL_APP_UID, uidLabel);
   const done = job.status?.conditions?.find(
     (c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True',
   );
   const failure = done?.type === 'Failed' ? [done.reason, done.message].filter(Boolean).join(': ') : undefined;
   return {
     ...ref,
+    uid: m.uid ?? '',
     app,
+    appNamespace,
+    ...(appUid !== undefined ? { appUid } : {}),
+    suspended: job.spec?.suspend === true,
     commit,
     buildSpec,
     createdAt: m.creationTimestamp ?? '',

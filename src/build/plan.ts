@@ -6,19 +6,33 @@ import type { ValueProblem } from '../app/cluster-values.ts';
 import type { App, AppStatus } from '../app/schema.ts';
 import { parseGitUrl } from '../git/url.ts';
 import type { BuildImages } from './images.ts';
-import { type BuildJobManifest, buildJobManifest, buildSpecHash } from './job.ts';
-import { type BuildDefaults, imageRepository } from './registry.ts';
+import {
+  type BuildJobManifest,
+  type BuildSecretCopy,
+  buildJobManifest,
+  buildSecretCopies,
+  buildSpecHash,
+} from './job.ts';
+import { type BuildDefaults, imageRepository, pushSecretName } from './registry.ts';
 
 /** Build Jobs: what the build planner asks of the cluster (the controller's executor writes them). */
 export type BuildAction =
   | { kind: 'createJob'; manifest: BuildJobManifest }
-  | { kind: 'deleteJob'; name: string; why: string };
+  | { kind: 'startJob'; namespace: string; name: string; uid: string; appNamespace: string; copies: BuildSecretCopy[] }
+  | { kind: 'deleteJob'; namespace: string; name: string; why: string };
 
 export interface ObservedJob {
   namespace: string;
   name: string;
   resourceVersion: string;
+  uid: string;
   app: string;
+  /** The App's namespace: the Job's own, or LABEL_APP_NAMESPACE for a Job in the build namespace. */
+  appNamespace: string;
+  /** LABEL_APP_UID, on a Job in the build namespace: the App it was made for. */
+  appUid?: string;
+  /** spec.suspend: a Job in the build namespace waits so until its Secret copies are made. */
+  suspended: boolean;
   commit: string;
   /** LABEL_BUILD_SPEC: the build settings the Job was made with. */
   buildSpec: string;
@@ -56,6 +70,10 @@ export interface BuildPlan {
   failure?: string;
 }
 
+/** status.build.namespace: said only of a Job away from its App. */
+const awayIn = (buildNamespace: string | undefined) =>
+  buildNamespace !== undefined ? { namespace: buildNamespace } : {};
+
 /** Finished build Jobs kept per App, for their logs. */
 export const BUILD_HISTORY = 3;
 
@@ -69,6 +87,8 @@ export interface BuildPlanInput {
   gitSecretKeys?: readonly string[];
   /** The operator's registry defaults, for Apps that name no image or push Secret. */
   defaults?: BuildDefaults;
+  /** --build-namespace: where build Jobs run. */
+  buildNamespace?: string;
 }
 
 const gitProtocol = (url: string): string | undefined => {
@@ -103,17 +123,42 @@ function credentialProblem(app: App, keys: readonly string[] | undefined): strin
   return `spec.build.engine: kaniko sends git credentials as "username" and "password", and Secret "${secret}" has only a "bearerToken": use engine buildkit, or give the Secret a username and password`;
 }
 
+const deleteJob = (job: ObservedJob, why: string): BuildAction => ({
+  kind: 'deleteJob',
+  namespace: job.namespace,
+  name: job.name,
+  why,
+});
+
+/** Why a build Job is left of an App no longer there, if it is: what GC does for a Job the App owns. */
+function orphaned(job: ObservedJob, appUid: string | undefined): string | undefined {
+  if (appUid === undefined) return 'its App was deleted';
+  if (job.appUid !== undefined && job.appUid !== appUid) return 'its App was deleted and made again';
+  return undefined;
+}
+
+/**
+ * The build Jobs in the build namespace whose App is gone (appUid undefined) or was made again:
+ * no ownerReference can reach across namespaces, so the operator deletes them itself.
+ */
+export function orphanedJobs(jobs: readonly ObservedJob[], appUid: string | undefined): BuildAction[] {
+  return jobs.flatMap((job) => {
+    const why = job.deleting ? undefined : orphaned(job, appUid);
+    return why ? [deleteJob(job, why)] : [];
+  });
+}
+
 /** Builds of other commits or settings: a running one is superseded; finished ones are kept up to BUILD_HISTORY. */
 function retiredJobs(others: readonly ObservedJob[], commit: string): BuildAction[] {
   const actions: BuildAction[] = [];
   for (const job of others) {
     if (job.outcome === undefined) {
-      actions.push({ kind: 'deleteJob', name: job.name, why: `superseded by ${commit.slice(0, 12)}` });
+      actions.push(deleteJob(job, `superseded by ${commit.slice(0, 12)}`));
     }
   }
   const finished = others.filter((j) => j.outcome !== undefined).sort((a, b) => b.createdAt.localeCompare(a.createdAt));
   for (const job of finished.slice(BUILD_HISTORY)) {
-    actions.push({ kind: 'deleteJob', name: job.name, why: 'build history limit' });
+    actions.push(deleteJob(job, 'build history limit'));
   }
   return actions;
 }
@@ -127,7 +172,9 @@ export function planBuild(input: BuildPlanInput): BuildPlan {
   if (!repository || !source) return { actions, build: app.status?.build, running: false };
   const commit = source.commit;
   const spec = buildSpecHash(app, defaults);
-  const live = jobs.filter((j) => !j.deleting);
+  const stale = orphanedJobs(jobs, app.metadata.uid ?? '');
+  actions.push(...stale);
+  const live = jobs.filter((j) => !j.deleting && !stale.some((a) => a.kind === 'deleteJob' && a.name === j.name));
   const isCurrent = (j: ObservedJob) => j.commit === commit && j.buildSpec === spec;
   const current = live.find(isCurrent);
   actions.push(
@@ -154,19 +201,33 @@ export function planBuild(input: BuildPlanInput): BuildPlan {
       images: input.images,
       defaults,
       ...(input.gitSecretKeys ? { gitSecretKeys: input.gitSecretKeys } : {}),
+      ...(input.buildNamespace !== undefined ? { buildNamespace: input.buildNamespace } : {}),
     });
     actions.push({ kind: 'createJob', manifest });
     return {
       actions,
-      build: { commit, job: manifest.metadata.name, phase: 'Pending' },
+      build: { commit, job: manifest.metadata.name, ...awayIn(input.buildNamespace), phase: 'Pending' },
       running: true,
     };
   }
 
+  if (current.suspended) {
+    // Made in the build namespace, it waits for its Secret copies (a restart may come between the two).
+    const copies = buildSecretCopies(current.name, app.spec.source?.git.secretRef?.name, pushSecretName(app, defaults));
+    actions.push({
+      kind: 'startJob',
+      namespace: current.namespace,
+      name: current.name,
+      uid: current.uid,
+      appNamespace: current.appNamespace,
+      copies,
+    });
+  }
   const pod = pods.find((p) => p.job === current.name);
   const base = {
     commit,
     job: current.name,
+    ...(current.namespace !== app.metadata.namespace ? { namespace: current.namespace } : {}),
     ...(current.startTime ? { startedAt: current.startTime } : {}),
     ...(current.completionTime ? { finishedAt: current.completionTime } : {}),
   };

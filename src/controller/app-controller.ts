@@ -41,6 +41,8 @@ export interface AppControllerOptions {
   buildImages: BuildImages;
   /** --default-registry and --default-push-secret. */
   buildDefaults?: BuildDefaults;
+  /** --build-namespace: where build Jobs run, away from their Apps. */
+  buildNamespace?: string;
   checkGitUrl: (url: string) => string | undefined;
   /** What web and Prometheus checks and notifications connect with (main.ts: --egress-allow judges it). */
   fetch?: typeof fetch;
@@ -115,7 +117,7 @@ export class AppController {
   constructor(options: AppControllerOptions) {
     this.options = options;
     this.owns = options.owns ?? (() => true);
-    this.caches = makeCaches(options.kubeConfig, options.namespaces, options.logger);
+    this.caches = makeCaches(options.kubeConfig, options.namespaces, options.logger, options.buildNamespace);
     const client = new ClusterClient(options.kubeConfig);
     const enqueue = (key: string) => {
       if (this.owns(key)) this.queue?.add(key);
@@ -167,6 +169,7 @@ export class AppController {
       buildImages: options.buildImages,
       checkGitUrl: options.checkGitUrl,
       ...(options.buildDefaults ? { buildDefaults: options.buildDefaults } : {}),
+      ...(options.buildNamespace !== undefined ? { buildNamespace: options.buildNamespace } : {}),
       ...(options.metrics ? { metrics: options.metrics } : {}),
     });
     this.watch(enqueue);
@@ -197,11 +200,14 @@ export class AppController {
       this.caches.replicaSets,
       this.caches.services,
       this.caches.endpointSlices,
-      this.caches.jobs,
       this.caches.analysisJobs,
     ]) {
       informer.addHandler({ onAdd: owner, onUpdate: (_old, o) => owner(o), onDelete: owner });
     }
+    // A build Job's App: in the build namespace, the one its labels name.
+    const jobOwner = (j: { value: { appNamespace: string; app: string } }) =>
+      enqueue(`${j.value.appNamespace}/${j.value.app}`);
+    this.caches.jobs.addHandler({ onAdd: jobOwner, onUpdate: (_old, j) => jobOwner(j), onDelete: jobOwner });
     // A template serves any App of its namespace: each looks again (a new one may now be valid, or invalid).
     const namespaceApps = (t: { value: { namespace: string } }) => {
       for (const app of this.caches.apps.listByNamespace(t.value.namespace)) {
@@ -220,7 +226,7 @@ export class AppController {
     // A build pod's termination message carries the digest: its App must look again.
     const byJob = (p: { value: { namespace: string; job: string } }) => {
       const job = this.caches.jobs.get(p.value.namespace, p.value.job);
-      if (job) owner(job);
+      if (job) jobOwner(job);
     };
     this.caches.buildPods.addHandler({ onAdd: byJob, onUpdate: (_old, p) => byJob(p), onDelete: byJob });
   }
@@ -240,12 +246,14 @@ export class AppController {
     for (const key of keys) if (this.owns(key)) this.queue?.add(key);
   }
 
-  /** Queues every cached App that belongs (sharded: to a shard just acquired). */
+  /**
+   * Queues every cached App that belongs (sharded: to a shard just acquired), and the
+   * Apps the build Jobs name: one deleted while no replica ran has its Jobs deleted then.
+   */
   enqueueWhere(belongs: (appKey: string) => boolean): void {
-    for (const app of this.caches.apps.list()) {
-      const key = `${app.metadata.namespace}/${app.metadata.name}`;
-      if (belongs(key)) this.enqueue([key]);
-    }
+    const keys = new Set(this.caches.apps.list().map((app) => `${app.metadata.namespace}/${app.metadata.name}`));
+    for (const job of this.caches.jobs.list()) keys.add(`${job.value.appNamespace}/${job.value.app}`);
+    for (const key of keys) if (belongs(key)) this.enqueue([key]);
   }
 
   /**

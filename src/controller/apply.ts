@@ -102,6 +102,14 @@ export class Writer {
     await ignoreNotFound(this.batch.deleteNamespacedJob({ namespace, name, propagationPolicy: 'Background' }));
   }
 
+  /** Lets a suspended build Job start; bound to its uid, so a Job made again under that name is not touched. */
+  async resumeJob(namespace: string, name: string, uid: string): Promise<void> {
+    await this.batch.patchNamespacedJob(
+      { namespace, name, body: { metadata: { uid }, spec: { suspend: false } }, fieldManager: FIELD_MANAGER },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+  }
+
   /**
    * Evicts a pod, as `kubectl drain` does, so the API server holds it to its
    * PodDisruptionBudgets. False when one refused (429): no failure, the

@@ -245,18 +245,38 @@ export interface Caches {
  * namespaces: the namespaces to watch, or empty for all. Watching a list takes
  * one list+watch per namespace and resource, and only namespaced RBAC.
  */
-export function makeCaches(kubeConfig: KubeConfig, namespaces: readonly string[], logger: Logger): Caches {
-  function informer<T extends KubeObjectLike>(
+export function makeCaches(
+  kubeConfig: KubeConfig,
+  namespaces: readonly string[],
+  logger: Logger,
+  buildNamespace?: string,
+): Caches {
+  function informerIn<T extends KubeObjectLike>(
+    watched: readonly string[],
     group: string,
     resource: string,
     options: Omit<InformerOptions<T>, 'kubeConfig' | 'path'>,
   ): SharedInformer<T> {
-    if (namespaces.length === 0) return new Informer<T>({ ...options, kubeConfig, path: `${group}/${resource}` });
+    if (watched.length === 0) return new Informer<T>({ ...options, kubeConfig, path: `${group}/${resource}` });
     return new MultiNamespaceInformer(
-      namespaces,
+      watched,
       (ns) => new Informer<T>({ ...options, kubeConfig, path: `${group}/namespaces/${ns}/${resource}` }),
     );
   }
+  const informer = <T extends KubeObjectLike>(
+    group: string,
+    resource: string,
+    options: Omit<InformerOptions<T>, 'kubeConfig' | 'path'>,
+  ) => informerIn<T>(namespaces, group, resource, options);
+  // Build Jobs and their pods are where they run: the build namespace (--build-namespace), else the Apps'.
+  const buildInformer = <T extends KubeObjectLike>(
+    group: string,
+    resource: string,
+    options: Omit<InformerOptions<T>, 'kubeConfig' | 'path'>,
+  ) => informerIn<T>(buildNamespace !== undefined ? [buildNamespace] : namespaces, group, resource, options);
+  // Another operator's Apps may build in the same namespace: only the Jobs of watched namespaces are this one's.
+  const watchedApp = (job: ObservedJob | undefined) =>
+    job !== undefined && (namespaces.length === 0 || namespaces.includes(job.appNamespace)) ? job : undefined;
   const pool = new StringPool();
   const apps = informer<CachedApp>(`/apis/${GROUP}/${VERSION}`, PLURAL, {
     transform: (raw) => trimApp(raw, pool),
@@ -282,13 +302,13 @@ export function makeCaches(kubeConfig: KubeConfig, namespaces: readonly string[]
     logger: logger.child({ informer: 'endpointslices' }),
   });
   endpointSlices.addIndex(APPS_INDEX, (s) => [`${s.value.namespace}/${s.value.app ?? ''}`]);
-  const jobs = informer<Cached<ObservedJob>>('/apis/batch/v1', 'jobs', {
+  const jobs = buildInformer<Cached<ObservedJob>>('/apis/batch/v1', 'jobs', {
     labelSelector: `${LABEL_APP},${LABEL_BUILD}`,
-    transform: (raw) => wrap(observeJob(raw)),
+    transform: (raw) => wrap(watchedApp(observeJob(raw))),
     logger: logger.child({ informer: 'jobs' }),
   });
-  jobs.addIndex(APPS_INDEX, (j) => [`${j.value.namespace}/${j.value.app}`]);
-  const buildPods = informer<Cached<ObservedBuildPod>>('/api/v1', 'pods', {
+  jobs.addIndex(APPS_INDEX, (j) => [`${j.value.appNamespace}/${j.value.app}`]);
+  const buildPods = buildInformer<Cached<ObservedBuildPod>>('/api/v1', 'pods', {
     labelSelector: `${LABEL_APP},${LABEL_BUILD}`,
     transform: (raw) => wrap(observeBuildPod(raw)),
     logger: logger.child({ informer: 'build-pods' }),

@@ -53,6 +53,12 @@ export class ClusterClient extends Writer {
   }
 
   /** The names of the Secret's keys (never its values), or undefined when there is no such Secret. */
+  /** The uids of a Secret's owners, or undefined when there is no such Secret. */
+  async readOwners(_kind: 'secret', namespace: string, name: string): Promise<string[] | undefined> {
+    const secret = await ignoreNotFound(this.core.readNamespacedSecret({ namespace, name }));
+    return secret ? (secret.metadata?.ownerReferences ?? []).map((o) => o.uid) : undefined;
+  }
+
   async readSecretKeys(namespace: string, name: string): Promise<string[] | undefined> {
     const secret = await ignoreNotFound(this.core.readNamespacedSecret({ namespace, name }));
     return secret ? Object.keys(secret.data ?? {}) : undefined;

@@ -5,6 +5,7 @@
 // the App's status can say what went wrong.
 import type { Logger } from 'pino';
 import { ANN_SCALE_DOWN_AT, FINALIZER, LABEL_SLOT } from '../app/labels.ts';
+import { buildSecretCopyManifest } from '../build/job.ts';
 import type { BuildAction } from '../build/plan.ts';
 import { errorMessage, ignoreNotFound } from '../kube/errors.ts';
 import type { RolloutAction } from '../rollout/cluster-actions.ts';
@@ -88,6 +89,8 @@ export type ExecutorClient = Pick<
   | 'createOnce'
   | 'deleteConfigCopy'
   | 'deleteJob'
+  | 'resumeJob'
+  | 'readOwners'
   | 'evictPod'
   | 'patchAppMetadata'
 >;
@@ -171,10 +174,19 @@ const ACTIONS: ActionTable = {
       ),
     write: ({ client }, a) => client.apply(a.manifest),
   },
+  startJob: {
+    describe: (_t, a) => `starting build Job ${a.namespace}/${a.name} with its Secret copies`,
+    log: (log, a) =>
+      log.info(
+        { job: a.name, namespace: a.namespace, secrets: a.copies.map((c) => c.source) },
+        'copying the build Secrets and starting the build Job',
+      ),
+    write: ({ client }, a) => startJob(client, a),
+  },
   deleteJob: {
-    describe: (t, a) => `deleting build Job ${t.namespace}/${a.name}`,
-    log: (log, a) => log.info({ job: a.name, why: a.why }, 'deleting build Job'),
-    write: deleteJob,
+    describe: (_t, a) => `deleting build Job ${a.namespace}/${a.name}`,
+    log: (log, a) => log.info({ job: a.name, namespace: a.namespace, why: a.why }, 'deleting build Job'),
+    write: ({ client }, a) => client.deleteJob(a.namespace, a.name),
   },
   deleteAnalysisJob: {
     describe: (t, a) => `deleting analysis Job ${t.namespace}/${a.name}`,
@@ -253,6 +265,29 @@ async function copyConfig(client: ExecutorClient, namespace: string, action: Act
   if (!existing || copyNameOf(copy, owner.uid, source.uid, existing) !== copy.name) {
     throw new Error(`${kindName(copy.kind)} ${copy.name} exists with other content than ${what}; Teal does not use it`);
   }
+}
+
+/**
+ * Copies a build's Secrets from the App's namespace into the build namespace,
+ * owned by its Job, then lets the Job start. Safe to run again after a crash
+ * between the two: a copy already there is kept if this Job owns it. A source
+ * Secret that is missing is not copied: the build meets it missing as it would
+ * in the App's namespace.
+ */
+async function startJob(client: ExecutorClient, action: ActionOf<'startJob'>): Promise<void> {
+  const job = { namespace: action.namespace, name: action.name, uid: action.uid };
+  for (const copy of action.copies) {
+    const source = await client.readConfigSource('secret', action.appNamespace, copy.source);
+    if (!source) continue;
+    if (await client.createOnce(buildSecretCopyManifest(copy, job, source))) continue;
+    const owners = await client.readOwners('secret', action.namespace, copy.name);
+    if (!owners?.includes(action.uid)) {
+      throw new Error(
+        `Secret ${action.namespace}/${copy.name} exists and is not this build's copy; Teal does not use it`,
+      );
+    }
+  }
+  await client.resumeJob(action.namespace, action.name, action.uid);
 }
 
 export class Executor {

@@ -19,7 +19,7 @@ import { ANALYSIS_FIELD, type App, type AppStatus } from '../app/schema.ts';
 import { validateApp } from '../app/validate.ts';
 import type { BuildImages } from '../build/images.ts';
 import { buildSpecHash } from '../build/job.ts';
-import { type BuildPlan, planBuild } from '../build/plan.ts';
+import { type BuildPlan, orphanedJobs, planBuild } from '../build/plan.ts';
 import type { BuildDefaults } from '../build/registry.ts';
 import {
   buildTransitionEvents,
@@ -107,6 +107,8 @@ export interface ReconcilerOptions {
   buildImages: BuildImages;
   /** --default-registry and --default-push-secret, for Apps that leave them out. */
   buildDefaults?: BuildDefaults;
+  /** --build-namespace: where build Jobs run, away from their Apps. */
+  buildNamespace?: string;
   /** Checks a git URL the schema accepted against the operator's policy (file:// only for local use). */
   checkGitUrl: (url: string) => string | undefined;
   metrics?: Metrics;
@@ -192,6 +194,7 @@ export class Reconciler {
     const cached = this.o.caches.apps.get(namespace, name);
     if (!cached) {
       this.memory.forget(key);
+      await this.deleteOrphanedBuilds(key, namespace, name);
       return {};
     }
     if (this.isBehindOwnWrite(key, cached)) return { requeueAfterMs: CATCH_UP_POLL_MS };
@@ -602,7 +605,7 @@ export class Reconciler {
    */
   private async reportValueProblems(r: Reconciliation, appProblems: readonly ValueProblem[]): Promise<void> {
     const { key, cached, observed } = r;
-    const { jobs, pods } = this.buildObjects(key, r.target.namespace);
+    const { jobs, pods } = this.buildObjects(key);
     const slots = Object.values(observed.slotServices ?? {});
     const objects = [
       ...observed.replicaSets,
@@ -627,19 +630,32 @@ export class Reconciler {
     );
   }
 
+  /**
+   * The build Jobs of an App that is gone, in the build namespace: no ownerReference reaches
+   * there, so the garbage collector cannot; the Jobs' events bring the App's key here, and so
+   * does every start (AppController.enqueueWhere), so one deleted while no replica ran goes too.
+   */
+  private async deleteOrphanedBuilds(key: string, namespace: string, name: string): Promise<void> {
+    if (this.o.buildNamespace === undefined) return;
+    const actions = orphanedJobs(this.buildObjects(key).jobs, undefined);
+    if (actions.length === 0) return;
+    const target = { namespace, name, resourceVersion: '', finalizers: [] };
+    await this.executor.run(target, actions, this.o.logger.child({ app: key }));
+  }
+
   /** The App's build Jobs and their pods, from the cache. */
-  private buildObjects(key: string, namespace: string) {
+  private buildObjects(key: string) {
     const { caches } = this.o;
     const jobs = caches.jobs.byIndex(APPS_INDEX, key).map((j) => j.value);
     const pods = jobs.flatMap((j) =>
-      caches.buildPods.byIndex(JOBS_INDEX, `${namespace}/${j.name}`).map((p) => p.value),
+      caches.buildPods.byIndex(JOBS_INDEX, `${j.namespace}/${j.name}`).map((p) => p.value),
     );
     return { jobs, pods };
   }
 
   private async planBuilds(app: App, r: Reconciliation): Promise<BuildPlan> {
     const namespace = r.target.namespace;
-    const { jobs, pods } = this.buildObjects(r.key, namespace);
+    const { jobs, pods } = this.buildObjects(r.key);
     const commit = app.status?.source?.commit;
     const secretName = app.spec.source?.git.secretRef?.name;
     const defaults = this.o.buildDefaults;
@@ -661,6 +677,7 @@ export class Reconciler {
       images: this.o.buildImages,
       defaults,
       ...(gitSecretKeys ? { gitSecretKeys } : {}),
+      ...(this.o.buildNamespace !== undefined ? { buildNamespace: this.o.buildNamespace } : {}),
     });
   }
 

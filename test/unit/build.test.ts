@@ -8,12 +8,20 @@ import { IMAGE_REPOSITORY } from '../../src/app/patterns.ts';
 import type { App } from '../../src/app/schema.ts';
 import { validateApp } from '../../src/app/validate.ts';
 import { DEFAULT_BUILD_IMAGES } from '../../src/build/images.ts';
-import { buildJobManifest, buildJobName, buildSpecHash, gitContextUrl } from '../../src/build/job.ts';
+import {
+  buildJobManifest,
+  buildJobName,
+  buildSecretCopies,
+  buildSecretCopyManifest,
+  buildSpecHash,
+  gitContextUrl,
+} from '../../src/build/job.ts';
 import {
   BUILD_HISTORY,
   lastLines,
   type ObservedBuildPod,
   type ObservedJob,
+  orphanedJobs,
   planBuild,
   usageError,
 } from '../../src/build/plan.ts';
@@ -49,7 +57,10 @@ function job(commit: string, extra: Partial<ObservedJob> = {}): ObservedJob {
     namespace: 'ns',
     name: buildJobName(app(commit), commit),
     resourceVersion: '1',
+    uid: 'job-uid',
     app: 'weather',
+    appNamespace: 'ns',
+    suspended: false,
     commit,
     buildSpec: buildSpecHash(app(commit)),
     createdAt: '2026-11-21T10:00:00Z',
@@ -165,7 +176,7 @@ describe('build Jobs', () => {
       secretKeyRef: { name: 'weather-git', key: 'bearerToken', optional: true },
     });
     expect(json).not.toMatch(/password"\s*:\s*"[^"]/);
-    expect(manifest.metadata.ownerReferences[0]).toMatchObject({ kind: 'App', name: 'weather', controller: true });
+    expect(manifest.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'App', name: 'weather', controller: true });
   });
 
   it('buildkit: an https URL without ".git" gets it, or BuildKit would fetch the page as a tarball', () => {
@@ -457,5 +468,111 @@ describe('credentials the engine cannot send', () => {
     expect(planBuild({ app: app(), jobs: [], pods: [], images, gitSecretKeys: ['bearerToken'] }).actions[0]?.kind).toBe(
       'createJob',
     );
+  });
+});
+
+describe('build Jobs in the build namespace (--build-namespace)', () => {
+  const away = (a: App) =>
+    buildJobManifest({ app: a, commit: C1, ref: 'refs/heads/main', images, buildNamespace: 'builds' });
+  const other = () =>
+    app(C1, (x) => {
+      x.metadata.namespace = 'ns2';
+    });
+
+  it('run there, name their App by labels (no ownerReference crosses namespaces) and start suspended', () => {
+    const manifest = away(app());
+    expect(manifest.metadata.namespace).toBe('builds');
+    expect(manifest.metadata.ownerReferences).toBeUndefined();
+    expect(manifest.spec.suspend).toBe(true);
+    expect(manifest.metadata.labels).toMatchObject({
+      'teal.dev/app': 'weather',
+      'teal.dev/app-namespace': 'ns',
+      'teal.dev/app-uid': 'u1',
+    });
+    expect(manifest.spec.template.metadata.labels).toEqual(manifest.metadata.labels);
+  });
+
+  it('have names that keep two Apps of one name in two namespaces apart, within 63 characters', () => {
+    expect(away(app()).metadata.name).not.toBe(away(other()).metadata.name);
+    const long = app(C1, (x) => {
+      x.metadata.name = `w${'x'.repeat(54)}`;
+    });
+    const name = away(long).metadata.name;
+    expect(name.length).toBeLessThanOrEqual(63);
+    expect(name).toMatch(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
+  });
+
+  it("mount the Job's own copies of the git and push Secrets, never the App namespace's names", () => {
+    const manifest = away(app());
+    const json = JSON.stringify(manifest.spec);
+    const name = manifest.metadata.name;
+    expect(json).toContain(`"${name}-git"`);
+    expect(json).toContain(`"${name}-push"`);
+    expect(json).not.toContain('"weather-git"');
+    expect(buildSecretCopies(name, 'weather-git', 'push')).toEqual([
+      { source: 'weather-git', name: `${name}-git` },
+      { source: 'push', name: `${name}-push` },
+    ]);
+  });
+
+  it('a Secret copy is owned by its Job, so it goes with it', () => {
+    const copy = buildSecretCopyManifest(
+      { source: 'weather-git', name: 'j-git' },
+      { namespace: 'builds', name: 'j', uid: 'job-uid' },
+      { type: 'kubernetes.io/basic-auth', data: { password: 'cw==' } },
+    );
+    expect(copy.metadata.namespace).toBe('builds');
+    expect(copy.metadata.ownerReferences).toEqual([
+      { apiVersion: 'batch/v1', kind: 'Job', name: 'j', uid: 'job-uid', controller: true, blockOwnerDeletion: true },
+    ]);
+    expect(copy.type).toBe('kubernetes.io/basic-auth');
+  });
+
+  it('the planner creates one there, starts it once suspended, and says where in status', () => {
+    const first = planBuild({ app: app(), jobs: [], pods: [], images, buildNamespace: 'builds' });
+    expect(first.actions.map((a) => a.kind)).toEqual(['createJob']);
+    expect(first.build).toMatchObject({ namespace: 'builds', phase: 'Pending' });
+    const name = buildJobName(app(), C1, {}, 'builds');
+    const made = job(C1, { namespace: 'builds', name, appUid: 'u1', suspended: true });
+    const suspended = planBuild({ app: app(), jobs: [made], pods: [], images, buildNamespace: 'builds' });
+    expect(suspended.actions).toEqual([
+      {
+        kind: 'startJob',
+        namespace: 'builds',
+        name,
+        uid: 'job-uid',
+        appNamespace: 'ns',
+        copies: [
+          { source: 'weather-git', name: `${name}-git` },
+          { source: 'harbor-push', name: `${name}-push` },
+        ],
+      },
+    ]);
+    expect(suspended.build).toMatchObject({ namespace: 'builds', job: name });
+    const started = planBuild({
+      app: app(),
+      jobs: [{ ...made, suspended: false }],
+      pods: [],
+      images,
+      buildNamespace: 'builds',
+    });
+    expect(started.actions).toEqual([]);
+  });
+
+  it('Jobs of an App deleted (or deleted and made again) are deleted, as GC deletes those it owns', () => {
+    const old = job(C2, { namespace: 'builds', name: 'old', appUid: 'u0', outcome: 'Complete', active: 0 });
+    const plan = planBuild({ app: app(), jobs: [old], pods: [], images, buildNamespace: 'builds' });
+    expect(plan.actions).toContainEqual({
+      kind: 'deleteJob',
+      namespace: 'builds',
+      name: 'old',
+      why: 'its App was deleted and made again',
+    });
+    expect(orphanedJobs([old], undefined)).toEqual([
+      { kind: 'deleteJob', namespace: 'builds', name: 'old', why: 'its App was deleted' },
+    ]);
+    expect(orphanedJobs([{ ...old, deleting: true }], undefined)).toEqual([]);
+    // A Job beside its App is GC's to delete: it has no uid label.
+    expect(orphanedJobs([job(C1)], 'u1')).toEqual([]);
   });
 });

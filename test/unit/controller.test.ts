@@ -14,7 +14,7 @@ const apiError = (code: number, message: string) =>
 
 const forbidden = () =>
   new ActionFailed(
-    { kind: 'deleteJob', name: 'web-build-1', why: 'superseded' },
+    { kind: 'deleteJob', namespace: 'apps', name: 'web-build-1', why: 'superseded' },
     'deleting build Job apps/web-build-1',
     apiError(403, 'jobs.batch "web-build-1" is forbidden'),
   );

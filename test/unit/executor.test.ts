@@ -48,6 +48,11 @@ function recordingClient(failing: readonly string[] = []) {
     createOnce: record('createOnce'),
     deleteConfigCopy: record('deleteConfigCopy'),
     deleteJob: record('deleteJob'),
+    resumeJob: record('resumeJob'),
+    readOwners: async (...args: unknown[]) => {
+      calls.push(`readOwners ${JSON.stringify(args)}`);
+      return ['other-uid'];
+    },
     evictPod: record('evictPod'),
     patchAppMetadata: record('patchAppMetadata'),
   } as ExecutorClient;
@@ -101,7 +106,15 @@ function everyKind(): ClusterAction[] {
         images: DEFAULT_BUILD_IMAGES,
       }),
     },
-    { kind: 'deleteJob', name: 'web-build-1', why: 'superseded' },
+    {
+      kind: 'startJob',
+      namespace: 'builds',
+      name: 'web-1a2b3c-aaaaaaaaaa-12345',
+      uid: 'job-uid',
+      appNamespace: 'ns',
+      copies: [{ source: 'git', name: 'web-1a2b3c-aaaaaaaaaa-12345-git' }],
+    },
+    { kind: 'deleteJob', namespace: 'apps', name: 'web-build-1', why: 'superseded' },
     { kind: 'deleteAnalysisJob', name: 'web-analysis-1', why: 'run ended' },
     { kind: 'addFinalizer' },
     { kind: 'removeFinalizer' },
@@ -124,6 +137,9 @@ describe('Executor', () => {
       'deleteConfigCopy',
       'apply',
       'apply',
+      'readConfigSource',
+      'createOnce',
+      'resumeJob',
       'deleteJob',
       'deleteJob',
       'patchAppMetadata',
@@ -148,6 +164,7 @@ describe('Executor', () => {
       'deleting a configuration copy',
       'applying Service',
       'creating build Job',
+      'copying the build Secrets and starting the build Job',
       'deleting build Job',
       'deleting analysis Job',
       "updating the App's finalizers",

@@ -32,7 +32,14 @@ const newest = <T extends { metadata?: { creationTimestamp?: Date | string } }>(
 const time = (o: { metadata?: { creationTimestamp?: Date | string } }) =>
   new Date(o.metadata?.creationTimestamp ?? 0).getTime();
 
-async function buildJob(session: Session, app: AppObject, commit: string | undefined): Promise<string> {
+/** A build Job, and where: the App's namespace, or the operator's build namespace (status.build.namespace). */
+interface JobAt {
+  name: string;
+  namespace: string;
+}
+
+async function buildJob(session: Session, app: AppObject, commit: string | undefined): Promise<JobAt> {
+  const namespace = app.status?.build?.namespace ?? session.namespace;
   const name = app.metadata.name;
   if (commit !== undefined) {
     if (!/^[0-9a-f]{4,40}$/i.test(commit))
@@ -48,10 +55,10 @@ async function buildJob(session: Session, app: AppObject, commit: string | undef
     if (!job?.metadata?.name) {
       throw new CliError(`App "${name}" has no build of commit ${commit} (Teal keeps only recent build Jobs)`);
     }
-    return job.metadata.name;
+    return { name: job.metadata.name, namespace };
   }
   const job = app.status?.build?.job;
-  if (job) return job;
+  if (job) return { name: job, namespace };
   if (app.spec.image) throw new CliError(`App "${name}" deploys a ready image (spec.image): it has no builds`);
   throw new CliError(`App "${name}" has no build yet (phase ${app.status?.phase ?? 'unknown'})`);
 }
@@ -85,13 +92,16 @@ const started = (pod: V1Pod) =>
 export async function logs(args: string[], flags: Flags): Promise<number> {
   const [name = ''] = args;
   const session = new Session(flags);
-  const ns = session.namespace;
   const app = await session.getApp(name);
   if (flags.check !== undefined && flags.commit !== undefined) {
     throw new UsageError('--check and --commit name different Jobs: give one', 'logs');
   }
   const what = flags.check !== undefined ? 'analysis' : 'build';
-  const jobName = flags.check !== undefined ? checkJob(app, flags.check) : await buildJob(session, app, flags.commit);
+  const at =
+    flags.check !== undefined
+      ? { name: checkJob(app, flags.check), namespace: session.namespace }
+      : await buildJob(session, app, flags.commit);
+  const { name: jobName, namespace: ns } = at;
   const job = await session.call(
     { verb: 'get', resource: 'jobs.batch', shown: `${what} Job`, name: jobName, namespace: ns },
     () => ignoreNotFound(session.batch.readNamespacedJob({ namespace: ns, name: jobName })),
@@ -121,7 +131,7 @@ export async function logs(args: string[], flags: Flags): Promise<number> {
   const podName = pod.metadata?.name ?? '';
   const container = pod.spec?.containers[0]?.name ?? what;
 
-  const scrub = logScrubber(await podCredentials(session, pod));
+  const scrub = logScrubber(await podCredentials(session, ns, pod));
   const splitter = new LineSplitter();
   const show = (lines: string[]) => {
     if (lines.length > 0) process.stdout.write(`${lines.map(scrub).join('\n')}\n`);
@@ -174,8 +184,7 @@ export async function logs(args: string[], flags: Flags): Promise<number> {
 }
 
 /** The credentials of the Secrets the pod reads, those the caller may read: a Secret it may not read is skipped. */
-async function podCredentials(session: Session, pod: V1Pod): Promise<string[]> {
-  const ns = session.namespace;
+async function podCredentials(session: Session, ns: string, pod: V1Pod): Promise<string[]> {
   const secrets = await Promise.all(
     podSecretNames(pod).map((name) =>
       session.core.readNamespacedSecret({ namespace: ns, name }).then(
