@@ -34,6 +34,11 @@ export const ChartValuesSchema = z.strictObject({
   watchNamespaces: z
     .array(z.string().regex(DNS1123_LABEL, 'a namespace name'))
     .describe('Empty: every namespace (ClusterRole). Otherwise a Role and RoleBinding in each.'),
+  buildNamespace: z
+    .string()
+    .regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$/, 'a namespace name')
+    .max(63)
+    .describe('Empty: build Jobs run in their App namespace. Otherwise there (--build-namespace).'),
   concurrency: z.int().min(1).max(64),
   logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error']),
   build: z.strictObject({

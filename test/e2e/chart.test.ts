@@ -10,11 +10,12 @@ import { DEFAULT_BUILD_IMAGES } from '../../src/build/images.ts';
 import { readCommandLine } from '../../src/config.ts';
 import { e2eApp } from '../fixtures/apps.ts';
 import { CLUSTER_SCOPED, IN_APP_NAMESPACES, IN_OPERATOR_NAMESPACE, NEVER } from '../fixtures/operator-rbac.ts';
-import { createApp, getApp, releaseAndPromote } from '../support/apps.ts';
+import { createApp, getApp, phase, releaseAndPromote, waitForApp } from '../support/apps.ts';
 import { installGatewayApi } from '../support/data-plane.ts';
 import { entrypointFlags } from '../support/dockerfile.ts';
+import { createRepo, type GitHttpsServer, startGitHttpsServer } from '../support/git-server.ts';
 import { CHART, helm, helmErrors, render, serviceMonitorCrd } from '../support/helm.ts';
-import { canI, createNamespace, kubectl, serviceAccountKubeconfig } from '../support/kube.ts';
+import { canI, clients, createNamespace, kubectl, serviceAccountKubeconfig } from '../support/kube.ts';
 import { find, type Manifest, operatorContainer, parseManifests, rulesOf } from '../support/manifests.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 
@@ -317,5 +318,80 @@ describe('helm install, namespaced mode', () => {
     expect((await getApp(other, 'elsewhere')).status).toBeUndefined();
     expect(operator.logs()).not.toMatch(/forbidden/i);
     expect(operator.logs()).toContain(watched);
+  });
+});
+
+describe('helm install, namespaced mode with a build namespace', () => {
+  let ns: string;
+  let watched: string;
+  let builds: string;
+  let root: string;
+  let server: GitHttpsServer | undefined;
+  beforeAll(async () => {
+    [ns, watched, builds] = await Promise.all([
+      namespace('chart-bn'),
+      namespace('chart-bn-apps'),
+      namespace('chart-bn-builds'),
+    ]);
+    root = await mkdtemp(join(tmpdir(), 'teal-chart-bn-'));
+  });
+  afterAll(async () => {
+    await server?.stop();
+    if (root) await rm(root, { recursive: true, force: true });
+  });
+
+  it('renders the Role of config/build-namespace in buildNamespace, in namespaced mode only, and the flag', async () => {
+    const [role] = find(await configObjects('build-namespace/rbac.yaml'), 'Role', 'teal-builds');
+    const namespaced = await render('teal', 'platform', [
+      '--set',
+      'watchNamespaces={team-a}',
+      '--set',
+      'buildNamespace=b',
+    ]);
+    expect(rulesOf(find(namespaced.objects, 'Role', 'teal-builds', 'b')[0])).toEqual(rulesOf(role));
+    expect(find(namespaced.objects, 'RoleBinding', 'teal-builds', 'b')).toHaveLength(1);
+    expect(operatorContainer(namespaced.objects).args).toContain('--build-namespace=b');
+    // Cluster-wide, the ClusterRole covers it: no Role.
+    const clusterWide = await render('teal', 'platform', ['--set', 'buildNamespace=b']);
+    expect(find(clusterWide.objects, 'Role', 'teal-builds', 'b')).toEqual([]);
+  });
+
+  it("builds in buildNamespace with only the chart's Roles, its Secret copied there, and releases", async () => {
+    const operator = await install('bn', ns, [
+      '--set',
+      `watchNamespaces={${watched}}`,
+      '--set',
+      `buildNamespace=${builds}`,
+    ]);
+    const repo = await createRepo(join(root, 'web'));
+    await repo.commit('add Dockerfile', { Dockerfile: 'FROM scratch\n' });
+    server = await startGitHttpsServer({ root, username: 'teal', password: 'chart-token' });
+    const b64 = (s: string) => Buffer.from(s).toString('base64');
+    await clients().core.createNamespacedSecret({
+      namespace: watched,
+      body: {
+        metadata: { name: 'web-git' },
+        data: { username: b64('teal'), password: b64('chart-token'), 'ca.crt': b64(server.caPem) },
+      },
+    });
+    const url = server.url('web');
+    await createApp(
+      watched,
+      e2eApp('web', {
+        replicas: 1,
+        blueGreen: { autoPromotionEnabled: true },
+        spec: {
+          image: undefined,
+          source: { git: { url, ref: 'main', secretRef: { name: 'web-git' }, pollInterval: '0' } },
+          build: { image: 'registry.example.com/team/web' },
+        },
+      }),
+    );
+    const app = await waitForApp(watched, 'web', 'built and released', phase('Healthy'));
+    expect(app.status?.build).toMatchObject({ phase: 'Succeeded', namespace: builds });
+    const job = app.status?.build?.job ?? '';
+    expect((await clients().batch.readNamespacedJob({ namespace: builds, name: job })).metadata?.name).toBe(job);
+    expect((await clients().core.readNamespacedSecret({ namespace: builds, name: `${job}-git` })).type).toBe('Opaque');
+    expect(operator.logs()).not.toMatch(/forbidden/i);
   });
 });

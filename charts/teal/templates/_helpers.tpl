@@ -131,3 +131,24 @@ Event on a shard Lease held by no live member (docs/sharding.md); release namesp
 {{- define "teal.oidcSecretName" -}}
 {{- default (printf "%s-oidc" (include "teal.fullname" .)) .Values.oidc.clientSecret.existingSecret -}}
 {{- end -}}
+
+{{/*
+The operator's rights in the build namespace (buildNamespace), in namespaced mode: build Jobs
+(created suspended, started once their Secret copies exist, deleted), their pods and logs, and
+the per-build copies of the git and push Secrets (created, read to check their owner, and read
+for the log's masking). The cluster-wide ClusterRole has these everywhere already.
+*/}}
+{{- define "teal.buildNamespaceRules" -}}
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["pods/log"]
+  verbs: ["get"]
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "create"]
+{{- end -}}
