@@ -16,6 +16,7 @@ import { tealIn } from '../support/cli.ts';
 import { createRepo, type GitHttpsServer, startGitHttpsServer, type TestRepo } from '../support/git-server.ts';
 import { clients, createNamespace, waitFor } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
+import { bind, serviceAccount } from '../support/users.ts';
 
 const { core, batch, custom } = clients();
 const TOKEN = 's3cret-build-ns-token';
@@ -145,6 +146,23 @@ describe('--build-namespace', () => {
     const out = await tealIn(ns, 'logs', 'weather');
     expect(out.stderr).not.toMatch(/is gone|not found/i);
     expect(out.stdout).toContain(simulatedDigest(app.status?.build?.job ?? ''));
+  });
+
+  it("the dashboard's build log (the HTTP API) finds the build there for a developer with no right in it", async () => {
+    const token = await serviceAccount(ns, 'dev', ['get', 'list']);
+    await clients().rbac.createNamespacedRole({
+      namespace: ns,
+      body: { metadata: { name: 'pod-logs' }, rules: [{ apiGroups: [''], resources: ['pods/log'], verbs: ['get'] }] },
+    });
+    await bind(ns, 'dev', 'Role', 'pod-logs');
+    const res = await fetch(`http://127.0.0.1:${operator?.healthPort}/api/v1/namespaces/${ns}/apps/weather/build/log`, {
+      headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
+    });
+    expect(res.status).toBe(200);
+    // The stream ends once the build's outcome is sent.
+    const body = await res.text();
+    expect(body).not.toContain('the build Job is gone');
+    expect(body).toMatch(/"outcome":"Succeeded"/);
   });
 
   it('deleting the App deletes its build Jobs there, and with them the Secret copies', async () => {
