@@ -165,7 +165,12 @@ interface App extends KubernetesObject {
   };
 }
 
-export function tealPlain(opts: ColumnOptions, namespace: string): Column {
+/**
+ * Teal's selector switch: plain (no blueGreen.switch, the scale-down delay counts from the switch), or
+ * drain-verified (blueGreen.switch: {}: the delay counts only once the active Service's EndpointSlices
+ * list only the new revision's pods, all ready and serving).
+ */
+export function tealPlain(opts: ColumnOptions, namespace: string, drain = false): Column {
   const { clients, scaleDownDelaySeconds } = opts;
   const api = { group: GROUP, version: VERSION, namespace, plural: PLURAL };
   const entry = tealEntry(opts.tealSource ?? false);
@@ -183,8 +188,8 @@ export function tealPlain(opts: ColumnOptions, namespace: string): Column {
   };
   const lastAbort = new Map<string, string>();
   return {
-    id: 'teal',
-    title: 'Teal (plain selector)',
+    id: drain ? 'drain' : 'teal',
+    title: drain ? 'Teal (drain-verified)' : 'Teal (plain selector)',
     how: `Teal from the ${entry.how}`,
     namespace,
     crds: () =>
@@ -223,6 +228,7 @@ export function tealPlain(opts: ColumnOptions, namespace: string): Column {
                 previewReplicaCount: REPLICAS,
                 scaleDownDelaySeconds,
                 abortScaleDownDelaySeconds: scaleDownDelaySeconds,
+                ...(drain ? { switch: {} } : {}),
               },
             },
           },

@@ -41,7 +41,7 @@
 // Service's selector, the pods, the load balancer's targets, the paths' answers); the only clock is
 // the loop's rate, and the 1 s of calm before each write (bench/traffic-scenario.ts).
 //
-//   node bench/traffic.ts [--switches 20] [--scenarios promote,undo,abort,kill] [--columns teal,argo]
+//   node bench/traffic.ts [--switches 20] [--scenarios promote,undo,abort,kill] [--columns teal,drain,argo]
 //                         [--rps 200] [--timeout-ms 2000] [--scale-down-delay 30] [--teal-source]
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -58,7 +58,7 @@ import { PATHS, type PathId, runScenario, SCENARIOS, type Scenario, type Scenari
 
 const log = (line: string) => console.error(`bench-traffic: ${new Date().toISOString().slice(11, 19)} ${line}`);
 
-const COLUMN_IDS = ['teal', 'argo'] as const;
+const COLUMN_IDS = ['teal', 'drain', 'argo'] as const;
 /**
  * The data plane (its kube-proxy, the pods' servers, the load balancer's listener, the loops) runs
  * before the control plane and the controllers: it stands in for other machines. On this 2-core
@@ -170,9 +170,9 @@ async function main(): Promise<void> {
       tealSource: values['teal-source'],
     };
     const columns = columnIds.map((id) =>
-      id === 'teal'
-        ? tealPlain(opts, 'traffic-teal')
-        : argoSelectorSwap({ ...opts, ...(argoBuild as { home: string; version: string }) }, 'traffic-argo'),
+      id === 'argo'
+        ? argoSelectorSwap({ ...opts, ...(argoBuild as { home: string; version: string }) }, 'traffic-argo')
+        : tealPlain(opts, `traffic-${id}`, id === 'drain'),
     );
     for (const c of columns) {
       await clients.core.createNamespace({ body: { metadata: { name: c.namespace } } });
