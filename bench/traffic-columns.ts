@@ -85,11 +85,11 @@ export interface Column {
   abortTaken(name: string, revision: string): Promise<boolean>;
   /**
    * Back to the revision that served before (at `image`): Teal's undo intent; for Argo what
-   * `kubectl argo rollouts undo` writes (the previous template), after which its blue/green
-   * previews that revision and waits for a promote (undoWaitsForPromote).
+   * `kubectl argo rollouts undo` writes (the previous template), after which its blue/green may
+   * preview that revision and wait for a promote (undoWaitsForPromote).
    */
   undo(name: string, image: string): Promise<void>;
-  /** Whether an undo pauses on a preview that must be promoted (Argo), or switches by itself (Teal). */
+  /** Whether an undo may pause on a preview that must be promoted (Argo), or always switches by itself (Teal). */
   undoWaitsForPromote: boolean;
 }
 

@@ -198,11 +198,16 @@ async function undoOnce(run: Run, column: Column, name: string): Promise<void> {
   // Back while the revision it replaced is still up (inside its scale-down delay).
   await run.write(true, to, from, () => column.undo(name, fromImage));
   if (column.undoWaitsForPromote) {
-    await run.wait('the undo waiting for promotion', async () =>
-      (await column.waitingPreview(name)) === from ? true : undefined,
-    );
-    await run.calm();
-    await column.promote(name);
+    // Argo previews the revision it returns to and waits for a promote, unless that revision is
+    // still up and available, which it makes active at once.
+    const paused = await run.wait('the undo waiting for promotion or done', async () => {
+      if ((await column.waitingPreview(name)) === from) return true;
+      return (await column.switched(name, from)) ? false : undefined;
+    });
+    if (paused) {
+      await run.calm();
+      await column.promote(name);
+    }
   }
   await run.settled(from);
   await run.pathsOn(from);

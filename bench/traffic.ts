@@ -18,7 +18,8 @@
 // - undo: a promote (a set-up step, counted apart), then back to the revision it
 //   replaced while that one is still up: Teal's undo intent; for Argo what `kubectl
 //   argo rollouts undo` writes (the previous template), then a promote of the
-//   preview it makes; until that revision is active and the other's pods are gone;
+//   preview it makes, if it makes one (a revision still up it makes active at
+//   once); until that revision is active and the other's pods are gone;
 // - abort: a new image, its preview available and waiting, abort, until the
 //   controller took it and the preview's pods are gone (the abort scale-down delay);
 // - kill: a promote, and SIGKILL to the controller as soon as the active Service
@@ -52,9 +53,9 @@ import { kubectlApply, NODE_NAME, startCluster, stopCluster } from '../test/clus
 import { dataPlaneUnavailable, startDataPlane } from '../test/cluster/data-plane.ts';
 import { waitFor } from '../test/support/wait.ts';
 import { ensureArgo } from './argo-build.ts';
-import { num } from './stats.ts';
 import { argoSelectorSwap, type Column, type ColumnOptions, type Controller, tealPlain } from './traffic-columns.ts';
-import { PATHS, type PathId, runScenario, SCENARIOS, type Scenario, type ScenarioResult } from './traffic-scenario.ts';
+import { runScenario, SCENARIOS, type Scenario, type ScenarioResult } from './traffic-scenario.ts';
+import { renderTraffic } from './traffic-table.ts';
 
 const log = (line: string) => console.error(`bench-traffic: ${new Date().toISOString().slice(11, 19)} ${line}`);
 
@@ -100,54 +101,6 @@ const columnIds = listOf('columns', values.columns, COLUMN_IDS);
 const rps = positive('rps', values.rps);
 const timeoutMs = positive('timeout-ms', values['timeout-ms']);
 const scaleDownDelaySeconds = positive('scale-down-delay', values['scale-down-delay']);
-
-const PATH_TITLES: Record<PathId, string> = {
-  clusterIP: 'kube-proxy ClusterIP',
-  lb: 'pod-aware LB, 5 s registration, 10 s drain',
-};
-
-/** One cell: failed and wrong-revision requests of the measured switches, out of how many. */
-function cell(result: ScenarioResult | undefined, path: PathId): string {
-  if (!result) return '';
-  const p = result.paths.find((x) => x.path === path);
-  if (!p) return `not run: ${result.error ?? ''}`;
-  const v = p.verdict.measured;
-  const stopped = result.error ? `, stopped: ${result.error.slice(0, 80)}` : '';
-  const slow = v.slow > 0 ? ` (${num(v.slow)} of them timed out after connecting)` : '';
-  return `**${num(v.failed)}** failed${slow}, **${num(v.wrong)}** wrong of ${num(v.requests)} (${result.switches} switches${stopped})`;
-}
-
-function renderTraffic(results: ScenarioResult[], columns: Column[]): string {
-  const lines = [
-    `| path | scenario | ${columns.map((c) => c.title).join(' | ')} |`,
-    `|---|---|${columns.map(() => '---').join('|')}|`,
-  ];
-  for (const path of PATHS) {
-    for (const scenario of scenarios) {
-      const cells = columns.map((c) =>
-        cell(
-          results.find((r) => r.column === c.id && r.scenario === scenario),
-          path,
-        ),
-      );
-      lines.push(`| ${PATH_TITLES[path]} | ${scenario} | ${cells.join(' | ')} |`);
-    }
-  }
-  lines.push('', 'Causes of the failures and the wrong answers, per cell (measured switches; set-up steps apart):', '');
-  for (const r of results) {
-    for (const p of r.paths) {
-      const { measured, setup } = p.verdict;
-      lines.push(
-        `- ${r.column} ${r.scenario} ${p.path}: ${r.switches} switches, load ${r.load[0].toFixed(1)} → ${r.load[1].toFixed(1)}, ` +
-          `${num(p.sent)} sent at ${p.achievedRps}/s (${num(p.skipped)} skipped at the in-flight cap, sent up to ${p.maxLateMs} ms late); ` +
-          `failures ${JSON.stringify(measured.causes)}, sent at ${JSON.stringify(measured.failedAt)} after the write; ` +
-          `wrong ${JSON.stringify(measured.wrongRevisions)}; ` +
-          `set-up: ${setup.failed} failed, ${setup.wrong} wrong of ${num(setup.requests)}`,
-      );
-    }
-  }
-  return lines.join('\n');
-}
 
 async function main(): Promise<void> {
   const argoBuild = columnIds.includes('argo') ? await ensureArgo(log) : undefined;
@@ -197,7 +150,7 @@ async function main(): Promise<void> {
       `- ${switches} switches a cell asked, ${rps} requests a second on each path, ${timeoutMs} ms timeout, ` +
         `scaleDownDelaySeconds and abortScaleDownDelaySeconds ${scaleDownDelaySeconds}\n`,
     );
-    console.log(renderTraffic(results, columns));
+    console.log(renderTraffic(results, columns, scenarios));
     console.log(JSON.stringify({ results }));
   } finally {
     await stop();
