@@ -3,6 +3,7 @@
 // client-node Session of kube.ts, or the plain HTTPS reader of rest.ts), and
 // the small rules both keep. A command that only reads loads this, not kube.ts.
 import type { V1Job, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
+import { LABEL_APP, LABEL_APP_NAMESPACE, LABEL_APP_UID } from '../app/labels.ts';
 import type { AppStatus } from '../app/schema.ts';
 import { readAppStatus } from '../app/status-reader.ts';
 
@@ -58,6 +59,34 @@ export interface AppReader {
   pods(app: AppObject): Promise<V1Pod[]>;
   /** Build Jobs of the App that it owns. */
   jobs(app: AppObject): Promise<V1Job[]>;
+}
+
+/** Where the App's build Jobs are, and which of those listed are its own. */
+export interface BuildJobsQuery {
+  namespace: string;
+  labelSelector: string;
+  isOwn: (job: { metadata?: { labels?: Record<string, string>; ownerReferences?: { uid: string }[] } }) => boolean;
+}
+
+/**
+ * The App's build Jobs: in its namespace, owned by it; or in the operator's build namespace
+ * (status.build.namespace), where no ownerReference can cross namespaces and labels name the
+ * App's namespace and uid instead.
+ */
+export function buildJobsQuery(app: AppObject, appNamespace: string): BuildJobsQuery {
+  const away = app.status?.build?.namespace;
+  if (away === undefined) {
+    return {
+      namespace: appNamespace,
+      labelSelector: `${LABEL_APP}=${app.metadata.name}`,
+      isOwn: (job) => ownedBy(job, app),
+    };
+  }
+  return {
+    namespace: away,
+    labelSelector: `${LABEL_APP}=${app.metadata.name},${LABEL_APP_NAMESPACE}=${appNamespace}`,
+    isOwn: (job) => job.metadata?.labels?.[LABEL_APP_UID] === app.metadata.uid,
+  };
 }
 
 /** Whether obj belongs to the App: owned by its uid, or unowned, or the uid is unknown. */

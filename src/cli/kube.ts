@@ -20,11 +20,11 @@ import {
   type V1ReplicaSet,
   Watch,
 } from '@kubernetes/client-node';
-import { LABEL_APP, LABEL_APP_NAMESPACE, LABEL_APP_UID } from '../app/labels.ts';
+import { LABEL_APP } from '../app/labels.ts';
 import { APP_API, APP_RESOURCE } from '../app/schema.ts';
 import { apiStatusOf } from '../kube/errors.ts';
 import { applyTokenFiles, kubeconfigPaths } from '../kube/token-file.ts';
-import { type AppObject, type ConnectOptions, ownedBy, readApp } from './app-object.ts';
+import { type AppObject, buildJobsQuery, type ConnectOptions, ownedBy, readApp } from './app-object.ts';
 import { CliError } from './errors.ts';
 import { explain, type Operation } from './explain.ts';
 
@@ -212,21 +212,13 @@ export class Session {
     return list.items;
   }
 
-  /** The App's build Jobs: in its namespace, or in the operator's build namespace (status.build.namespace). */
+  /** The App's build Jobs (buildJobsQuery says where and which). */
   async jobs(app: AppObject): Promise<V1Job[]> {
-    const away = app.status?.build?.namespace;
-    const namespace = away ?? this.namespace;
-    // Away from the App, a Job names it by labels (no ownerReference crosses namespaces).
-    const selector =
-      away === undefined
-        ? `${LABEL_APP}=${app.metadata.name}`
-        : `${LABEL_APP}=${app.metadata.name},${LABEL_APP_NAMESPACE}=${this.namespace}`;
+    const { namespace, labelSelector, isOwn } = buildJobsQuery(app, this.namespace);
     const list = await this.call({ verb: 'list', resource: 'jobs.batch', namespace }, () =>
-      this.batch.listNamespacedJob({ namespace, labelSelector: selector }),
+      this.batch.listNamespacedJob({ namespace, labelSelector }),
     );
-    return list.items.filter((job) =>
-      away === undefined ? ownedBy(job, app) : job.metadata?.labels?.[LABEL_APP_UID] === app.metadata.uid,
-    );
+    return list.items.filter(isOwn);
   }
 
   /**

@@ -20,7 +20,7 @@ import { parse } from 'yaml';
 import { LABEL_APP } from '../app/labels.ts';
 import { APP_API, APP_RESOURCE } from '../app/schema.ts';
 import { kubeconfigPaths } from '../kube/token-file.ts';
-import { type AppObject, type AppReader, type ConnectOptions, ownedBy, readApp } from './app-object.ts';
+import { type AppObject, type AppReader, buildJobsQuery, type ConnectOptions, ownedBy, readApp } from './app-object.ts';
 import { explain, type Operation } from './explain.ts';
 
 /** Where to send a request and how: everything the API server's TLS and authentication need. */
@@ -269,8 +269,11 @@ export class RestReader implements AppReader {
   }
 
   async jobs(app: AppObject): Promise<V1Job[]> {
-    const path = `/apis/batch/v1/namespaces/${this.ns()}/jobs`;
-    return (await this.listOf<V1Job>('jobs.batch', path, app)).filter((job) => ownedBy(job, app));
+    const { namespace, labelSelector, isOwn } = buildJobsQuery(app, this.namespace);
+    const op = { verb: 'list', resource: 'jobs.batch', namespace };
+    const path = `/apis/batch/v1/namespaces/${encodeURIComponent(namespace)}/jobs`;
+    const list = await this.get<{ items?: V1Job[] }>(op, path, { labelSelector });
+    return (list.items ?? []).filter(isOwn);
   }
 
   private ns(): string {

@@ -7,10 +7,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { AppInput } from '../../src/app/schema.ts';
 import { validateApp } from '../../src/app/validate.ts';
 import { buildJobName } from '../../src/build/job.ts';
+import { readApp } from '../../src/cli/app-object.ts';
+import { Session } from '../../src/cli/kube.ts';
+import { restReader } from '../../src/cli/rest.ts';
 import { phase, waitForApp } from '../support/apps.ts';
 import { tealIn } from '../support/cli.ts';
 import { createRepo, type GitHttpsServer, startGitHttpsServer, type TestRepo } from '../support/git-server.ts';
@@ -141,11 +144,26 @@ describe('--build-namespace', () => {
     expect(operator?.logs()).not.toContain(TOKEN);
   });
 
-  it('kubectl teal logs finds the build in the build namespace', async () => {
+  it('kubectl teal logs and get find the build in the build namespace', async () => {
     const app = await waitForApp(ns, 'weather', 'released', phase('Healthy'));
     const out = await tealIn(ns, 'logs', 'weather');
     expect(out.stderr).not.toMatch(/is gone|not found/i);
     expect(out.stdout).toContain(simulatedDigest(app.status?.build?.job ?? ''));
+    // get's two readers (rest.ts, and client-node's Session) find the App's Job there.
+    const options = { kubeconfig: inject('kubeconfig'), namespace: ns };
+    const fast = await restReader(options);
+    if (!fast) throw new Error('rest.ts does not read the test kubeconfig');
+    const raw = readApp(app);
+    try {
+      for (const reader of [fast, new Session(options)]) {
+        const jobs = await reader.jobs(raw);
+        expect(jobs.map((j) => `${j.metadata?.namespace}/${j.metadata?.name}`)).toContain(
+          `${buildNs}/${app.status?.build?.job}`,
+        );
+      }
+    } finally {
+      fast.close();
+    }
   });
 
   it("the dashboard's build log (the HTTP API) finds the build there for a developer with no right in it", async () => {
