@@ -96,6 +96,11 @@ export function verifySwitch(p: Planner, pods: readonly ObservedPod[] | undefine
     condition(p, 'SwitchVerified', 'True', CR.SwitchVerified, verifiedMessage(p, current));
     return;
   }
+  // The reconciler reads the pods only when the status it held showed a switch waiting: not in
+  // the reconcile that switches, nor in the first after a restart whose slices changed while no
+  // operator ran. Nothing else may wake the App before the timeout, so it asks to come back now,
+  // when the status written with this plan makes the reconciler read them.
+  if (!pods) p.wakeAt.push(p.nowMs);
   const missing = switchUnverified({
     hash: active.podTemplateHash,
     replicas: p.app.spec.replicas,

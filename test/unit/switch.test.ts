@@ -235,6 +235,20 @@ describe('the drain-verified switch in the planner', () => {
     expect(w.rs(h2).specReplicas).toBeGreaterThan(0);
   });
 
+  it('asks to be woken at once when it waits for a switch whose pods it was not given', () => {
+    // The reconciler reads the pods only when the status it holds shows a switch waiting: in the
+    // reconcile that switches (or the first after a restart that missed the slices' changes) it
+    // holds revision 1 verified. No change of the slices may come to wake the App again.
+    const { w, h2 } = inPreview();
+    w.pods = undefined;
+    w.reconcile([intent('promote')]);
+    w.settle();
+    w.reconcile();
+    expect(w.activeHash()).toBe(h2);
+    expect(cond(w)?.message).toContain('the pods are not read yet');
+    expect(w.requeue).toBe(1);
+  });
+
   it('verifies again from the cluster when the status that recorded it was lost', () => {
     const { w, h1, h2 } = switched();
     w.pods = [...podsOf(w, h1, true), ...podsOf(w, h2, true)];
