@@ -19,6 +19,9 @@ import {
 import { intentAnnotation } from '../src/app/intents.ts';
 import { LABEL_APP, LABEL_HASH } from '../src/app/labels.ts';
 import { GROUP, PLURAL, VERSION } from '../src/app/schema.ts';
+import { ROUTE_GROUP, ROUTE_PLURAL, ROUTE_VERSION } from '../src/rollout/route.ts';
+import { LB_GATE_PREFIX } from '../test/cluster/data-plane/lb-plan.ts';
+import type { DataPlane, GatewayModel } from '../test/cluster/data-plane.ts';
 import { entrypointFlags, imageEnv } from '../test/support/dockerfile.ts';
 import { freePort } from '../test/support/ports.ts';
 import { tealEntry } from './subjects.ts';
@@ -51,6 +54,10 @@ export interface ColumnOptions {
   scaleDownDelaySeconds: number;
   /** Teal from src/main.ts even when the bundle dist/teal.js exists. */
   tealSource?: boolean;
+  /** The data plane, once started: the gateway columns start a gateway per App on it. */
+  dataPlane?: () => DataPlane | undefined;
+  /** The pod-aware delays of the gateway of the ping-pong column (the load balancer model's). */
+  podAware?: { healthCheckDelayMs: number; drainDelayMs: number };
 }
 
 export interface Column {
@@ -91,6 +98,12 @@ export interface Column {
   undo(name: string, image: string): Promise<void>;
   /** Whether an undo may pause on a preview that must be promoted (Argo), or always switches by itself (Teal). */
   undoWaitsForPromote: boolean;
+  /**
+   * The URL of the column's own load balancer path for `name` (the gateway the ping-pong columns start in
+   * create, following the App's HTTPRoute); absent: the pod-aware load balancer model in front of the
+   * active Service, which the scenario starts.
+   */
+  lbUrl?(name: string): string;
 }
 
 function spawnLogged(command: string, args: string[], log: string, env: NodeJS.ProcessEnv = process.env): ChildProcess {
@@ -166,11 +179,37 @@ interface App extends KubernetesObject {
 }
 
 /**
- * Teal's selector switch: plain (no blueGreen.switch, the scale-down delay counts from the switch), or
- * drain-verified (blueGreen.switch: {}: the delay counts only once the active Service's EndpointSlices
- * list only the new revision's pods, all ready and serving).
+ * Teal's ways of switching:
+ * - plain: the active Service's selector, no blueGreen.switch (the scale-down delay counts from the switch);
+ * - drain: the same with blueGreen.switch: {} (the delay counts only once the active Service's
+ *   EndpointSlices list only the new revision's pods, all ready and serving);
+ * - pingpong: blueGreen.pingPong and trafficRouting.gatewayAPI, the switch one write of the HTTPRoute's
+ *   weights, through a gateway with pod-aware target groups whose readiness gate the pods name;
+ * - gateway: the same through a gateway sending to the slot Services' ready endpoints as soon as it sees them.
  */
-export function tealPlain(opts: ColumnOptions, namespace: string, drain = false): Column {
+export type TealVariant = 'plain' | 'drain' | 'pingpong' | 'gateway';
+
+const TEAL_TITLES: Record<TealVariant, { id: string; title: string }> = {
+  plain: { id: 'teal', title: 'Teal (plain selector)' },
+  drain: { id: 'drain', title: 'Teal (drain-verified)' },
+  pingpong: { id: 'pingpong', title: 'Teal (ping-pong)' },
+  gateway: { id: 'gateway', title: 'Teal (Gateway API)' },
+};
+
+/** The blue/green fields of a variant beyond the workload every column shares. */
+function tealBlueGreen(variant: TealVariant, name: string): Record<string, unknown> {
+  if (variant === 'drain') return { switch: {} };
+  if (variant === 'plain') return {};
+  return {
+    pingPong: { pingService: `${name}-ping`, pongService: `${name}-pong` },
+    trafficRouting: { gatewayAPI: { httpRoute: name } },
+  };
+}
+
+/** The gateway a ping-pong App's route attaches to; it names the pods' readiness gate too. */
+const gatewayName = (name: string) => `gw-${name}`;
+
+export function tealPlain(opts: ColumnOptions, namespace: string, variant: TealVariant = 'plain'): Column {
   const { clients, scaleDownDelaySeconds } = opts;
   const api = { group: GROUP, version: VERSION, namespace, plural: PLURAL };
   const entry = tealEntry(opts.tealSource ?? false);
@@ -187,10 +226,42 @@ export function tealPlain(opts: ColumnOptions, namespace: string, drain = false)
     return id;
   };
   const lastAbort = new Map<string, string>();
+  const routed = variant === 'pingpong' || variant === 'gateway';
+  const podAware = variant === 'pingpong' ? opts.podAware : undefined;
+  const gateways = new Map<string, GatewayModel>();
+  const route = { group: ROUTE_GROUP, version: ROUTE_VERSION, namespace, plural: ROUTE_PLURAL };
+  /**
+   * As a user of ping-pong sets up once: the gateway (here the load balancer model's, started on the
+   * data plane) and the HTTPRoute naming both slot Services, whose weights Teal writes.
+   */
+  const frontDoor = async (name: string) => {
+    const dp = opts.dataPlane?.();
+    if (!dp) throw new Error(`${variant}: the data plane is not started`);
+    gateways.set(name, await dp.gateway({ name: gatewayName(name), namespace, ...(podAware ? { podAware } : {}) }));
+    await clients.custom.createNamespacedCustomObject({
+      ...route,
+      body: {
+        apiVersion: `${ROUTE_GROUP}/${ROUTE_VERSION}`,
+        kind: 'HTTPRoute',
+        metadata: { name },
+        spec: {
+          parentRefs: [{ name: gatewayName(name) }],
+          rules: [
+            {
+              backendRefs: ['ping', 'pong'].map((slot) => ({ name: `${name}-${slot}`, port: 80, weight: 0 })),
+            },
+          ],
+        },
+      },
+    });
+  };
   return {
-    id: drain ? 'drain' : 'teal',
-    title: drain ? 'Teal (drain-verified)' : 'Teal (plain selector)',
-    how: `Teal from the ${entry.how}`,
+    ...TEAL_TITLES[variant],
+    how:
+      `Teal from the ${entry.how}` +
+      (routed
+        ? `, through the gateway model (test/cluster/lb-model.ts startGateway)${podAware ? ` with pod-aware target groups (${podAware.healthCheckDelayMs / 1000} s registration, ${podAware.drainDelayMs / 1000} s drain) whose readiness gate the pods name` : ', sending to ready endpoints as soon as it sees them (not pod-aware)'}`
+        : ''),
     namespace,
     crds: () =>
       ['teal.dev_apps.yaml', 'teal.dev_analysistemplates.yaml'].map((f) =>
@@ -212,6 +283,8 @@ export function tealPlain(opts: ColumnOptions, namespace: string, drain = false)
       return controller(child, `http://127.0.0.1:${port}/readyz`);
     },
     create: async (name, image) => {
+      if (routed) await frontDoor(name);
+      const gates = podAware ? { readinessGates: [{ conditionType: `${LB_GATE_PREFIX}${gatewayName(name)}` }] } : {};
       await clients.custom.createNamespacedCustomObject({
         ...api,
         body: {
@@ -221,14 +294,14 @@ export function tealPlain(opts: ColumnOptions, namespace: string, drain = false)
           spec: {
             image,
             replicas: REPLICAS,
-            template: { spec: { containers: [{ name: 'app', ports: [{ containerPort: PORT }] }] } },
+            template: { spec: { ...gates, containers: [{ name: 'app', ports: [{ containerPort: PORT }] }] } },
             strategy: {
               blueGreen: {
                 autoPromotionEnabled: false,
                 previewReplicaCount: REPLICAS,
                 scaleDownDelaySeconds,
                 abortScaleDownDelaySeconds: scaleDownDelaySeconds,
-                ...(drain ? { switch: {} } : {}),
+                ...tealBlueGreen(variant, name),
               },
             },
           },
@@ -236,10 +309,24 @@ export function tealPlain(opts: ColumnOptions, namespace: string, drain = false)
       });
     },
     remove: async (name) => {
-      await clients.custom.deleteNamespacedCustomObject({ ...api, name }).catch((err) => {
+      const ignore = (err: unknown) => {
         if (!notFound(err)) throw err;
-      });
+      };
+      await clients.custom.deleteNamespacedCustomObject({ ...api, name }).catch(ignore);
+      if (!routed) return;
+      await clients.custom.deleteNamespacedCustomObject({ ...route, name }).catch(ignore);
+      await gateways.get(name)?.stop();
+      gateways.delete(name);
     },
+    ...(routed
+      ? {
+          lbUrl: (name: string) => {
+            const gw = gateways.get(name);
+            if (!gw) throw new Error(`${variant} ${name}: no gateway`);
+            return gw.url;
+          },
+        }
+      : {}),
     activeRevision: async (name) =>
       (await clients.core.readNamespacedService({ namespace, name })).spec?.selector?.[LABEL_HASH],
     clusterUrl: (name) => clusterUrlOf(clients.core, namespace, name),

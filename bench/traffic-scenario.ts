@@ -251,6 +251,16 @@ async function startPaths(
   };
   run.loops = [loops.clusterIP];
   if (!opts.lb) return { loops, stopLb: async () => {} };
+  if (column.lbUrl) {
+    // The column's own gateway, started with the App (and stopped by its remove).
+    const url = column.lbUrl(name);
+    await run.wait('the gateway to answer the first revision', async () =>
+      (await dp.request(url, opts.timeoutMs)).revision === first ? true : undefined,
+    );
+    loops.lb = await dp.traffic(url, { rps: opts.rps, timeoutMs: opts.timeoutMs });
+    run.loops = [loops.clusterIP, loops.lb];
+    return { loops, stopLb: async () => {} };
+  }
   const lb = await dp.loadBalancer({
     name: `${column.id}-${name}`,
     namespace: column.namespace,

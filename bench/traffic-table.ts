@@ -61,4 +61,6 @@ export const TITLES: Record<string, string> = {
   teal: 'Teal (plain selector)',
   drain: 'Teal (drain-verified)',
   argo: 'Argo (selector swap)',
+  pingpong: 'Teal (ping-pong)',
+  gateway: 'Teal (Gateway API)',
 };

@@ -42,7 +42,7 @@
 // Service's selector, the pods, the load balancer's targets, the paths' answers); the only clock is
 // the loop's rate, and the 1 s of calm before each write (bench/traffic-scenario.ts).
 //
-//   node bench/traffic.ts [--switches 20] [--scenarios promote,undo,abort,kill] [--columns teal,drain,argo]
+//   node bench/traffic.ts [--switches 20] [--scenarios promote,undo,abort,kill] [--columns teal,drain,argo,pingpong,gateway]
 //                         [--rps 200] [--timeout-ms 2000] [--scale-down-delay 30] [--teal-source]
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -50,16 +50,31 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { kubectlApply, NODE_NAME, startCluster, stopCluster } from '../test/cluster/cluster.ts';
-import { dataPlaneUnavailable, startDataPlane } from '../test/cluster/data-plane.ts';
+import { type DataPlane, dataPlaneUnavailable, startDataPlane } from '../test/cluster/data-plane.ts';
+import { applyGatewayApi } from '../test/cluster/gateway-api.ts';
 import { waitFor } from '../test/support/wait.ts';
 import { ensureArgo } from './argo-build.ts';
-import { argoSelectorSwap, type Column, type ColumnOptions, type Controller, tealPlain } from './traffic-columns.ts';
+import {
+  argoSelectorSwap,
+  type Column,
+  type ColumnOptions,
+  type Controller,
+  type TealVariant,
+  tealPlain,
+} from './traffic-columns.ts';
 import { runScenario, SCENARIOS, type Scenario, type ScenarioResult } from './traffic-scenario.ts';
 import { renderTraffic } from './traffic-table.ts';
 
 const log = (line: string) => console.error(`bench-traffic: ${new Date().toISOString().slice(11, 19)} ${line}`);
 
-const COLUMN_IDS = ['teal', 'drain', 'argo'] as const;
+const COLUMN_IDS = ['teal', 'drain', 'argo', 'pingpong', 'gateway'] as const;
+/** Teal's columns by id, and the way each switches (traffic-columns.ts tealPlain). */
+const TEAL_VARIANTS: Record<string, TealVariant> = {
+  teal: 'plain',
+  drain: 'drain',
+  pingpong: 'pingpong',
+  gateway: 'gateway',
+};
 /**
  * The data plane (its kube-proxy, the pods' servers, the load balancer's listener, the loops) runs
  * before the control plane and the controllers: it stands in for other machines. On this 2-core
@@ -115,23 +130,28 @@ async function main(): Promise<void> {
     const clients = { core: kc.makeApiClient(CoreV1Api), custom: kc.makeApiClient(CustomObjectsApi) };
     const logDir = mkdtempSync(join(tmpdir(), 'teal-bench-traffic-logs-'));
     log(`controller logs in ${logDir}`);
+    let dp: DataPlane | undefined;
     const opts: ColumnOptions = {
       clients,
       kubeconfig: cluster.kubeconfig,
       logDir,
       scaleDownDelaySeconds,
       tealSource: values['teal-source'],
+      dataPlane: () => dp,
+      podAware: LB,
     };
     const columns = columnIds.map((id) =>
       id === 'argo'
         ? argoSelectorSwap({ ...opts, ...(argoBuild as { home: string; version: string }) }, 'traffic-argo')
-        : tealPlain(opts, `traffic-${id}`, id === 'drain'),
+        : tealPlain(opts, `traffic-${id}`, TEAL_VARIANTS[id]),
     );
+    // The gateway columns' HTTPRoutes (the standard channel at the pinned version), before Teal starts.
+    if (columnIds.some((id) => id === 'pingpong' || id === 'gateway')) await applyGatewayApi(cluster);
     for (const c of columns) {
       await clients.core.createNamespace({ body: { metadata: { name: c.namespace } } });
       for (const crd of c.crds()) await kubectlApply(cluster, crd);
     }
-    const dp = await startDataPlane({
+    dp = await startDataPlane({
       kc,
       binDir: cluster.binDir,
       namespaces: columns.map((c) => c.namespace),
