@@ -17,7 +17,7 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { intentAnnotation } from '../src/app/intents.ts';
-import { LABEL_APP, LABEL_HASH } from '../src/app/labels.ts';
+import { LABEL_APP, LABEL_HASH, LABEL_SLOT } from '../src/app/labels.ts';
 import { GROUP, PLURAL, VERSION } from '../src/app/schema.ts';
 import { ROUTE_GROUP, ROUTE_PLURAL, ROUTE_VERSION } from '../src/rollout/route.ts';
 import { LB_GATE_PREFIX } from '../test/cluster/data-plane/lb-plan.ts';
@@ -104,6 +104,12 @@ export interface Column {
    * active Service, which the scenario starts.
    */
   lbUrl?(name: string): string;
+  /**
+   * The controller's switch to `revision` is written where it first moves traffic: for the ping-pong
+   * columns the route's weights (all on the slot `revision`'s pods run in), before the active Service
+   * follows; absent: the active Service selects it. The kill scenario kills right after this.
+   */
+  switchWritten?(name: string, revision: string): Promise<boolean>;
 }
 
 function spawnLogged(command: string, args: string[], log: string, env: NodeJS.ProcessEnv = process.env): ChildProcess {
@@ -324,6 +330,18 @@ export function tealPlain(opts: ColumnOptions, namespace: string, variant: TealV
             const gw = gateways.get(name);
             if (!gw) throw new Error(`${variant} ${name}: no gateway`);
             return gw.url;
+          },
+          switchWritten: async (name: string, revision: string) => {
+            const pods = await clients.core.listNamespacedPod({
+              namespace,
+              labelSelector: `${LABEL_APP}=${name},${LABEL_HASH}=${revision}`,
+            });
+            const slot = pods.items[0]?.metadata?.labels?.[LABEL_SLOT];
+            const r = (await clients.custom.getNamespacedCustomObject({ ...route, name })) as {
+              spec?: { rules?: { backendRefs?: { name: string; weight?: number }[] }[] };
+            };
+            const refs = r.spec?.rules?.[0]?.backendRefs ?? [];
+            return slot !== undefined && refs.every((b) => (b.name === `${name}-${slot}`) === (b.weight ?? 1) > 0);
           },
         }
       : {}),

@@ -176,9 +176,12 @@ async function promoteOnce(run: Run, column: Column, name: string, kill?: Contro
   const to = await run.preview();
   await run.write(true, from, to, () => column.promote(name));
   if (kill) {
-    // Right after the switch: the active Service selects the new revision, as the bench's fast poll sees it.
-    await run.wait('the active Service to switch', async () =>
-      (await column.activeRevision(name)) === to ? true : undefined,
+    // Right after the switch's first write, as the bench's fast poll sees it: the active Service
+    // selects the new revision, or (ping-pong) the route's weights moved to its slot.
+    await run.wait('the switch to be written', async () =>
+      (column.switchWritten ? await column.switchWritten(name, to) : (await column.activeRevision(name)) === to)
+        ? true
+        : undefined,
     );
     await kill.killAndRestart();
   }
