@@ -693,14 +693,23 @@ interface RouteDeps {
 }
 
 /** The routes: each guarded on request, before its body is read, then answered by its handler. */
-function apiRoutes(
-  fastify: FastifyInstance,
-  { guard, handlers, identifyOf, readerOf, viaOf, bodyLimit, logger }: RouteDeps,
-): void {
-  const admitted = new WeakMap<FastifyRequest, Admitted>();
-  const scopes = new WeakMap<FastifyRequest, ListScope>();
-  const noStore = (reply: FastifyReply, body: object) => reply.header('cache-control', 'no-store').send(body);
+function apiRoutes(fastify: FastifyInstance, deps: RouteDeps): void {
+  listRoutes(fastify, deps);
+  appRoutes(fastify, deps);
+  actionRoute(fastify, deps);
+  buildLogRoutes(fastify, deps);
+  // Any other path under /api/v1 gets a JSON 404, not fastify's.
+  fastify.all('/api/v1/*', { logSerializers }, async (request) => {
+    throw new ApiError(404, `no route ${request.method} ${request.url.split('?')[0]}`);
+  });
+}
 
+/** A JSON answer no cache may keep: it says what one caller may see. */
+const noStore = (reply: FastifyReply, body: object) => reply.header('cache-control', 'no-store').send(body);
+
+/** GET /api/v1/apps and /api/v1/permissions: admitted for the namespaces the caller may list. */
+function listRoutes(fastify: FastifyInstance, { guard, handlers, readerOf, logger }: RouteDeps): void {
+  const scopes = new WeakMap<FastifyRequest, ListScope>();
   fastify.get<{ Querystring: { namespace?: string | string[] } }>(
     '/api/v1/apps',
     {
@@ -741,7 +750,10 @@ function apiRoutes(
       return noStore(reply, { promote: promote.sort() });
     },
   );
+}
 
+/** GET of one App, and of the actions its caller may take on it. */
+function appRoutes(fastify: FastifyInstance, { guard, handlers, readerOf, logger }: RouteDeps): void {
   fastify.get<{ Params: AppParams }>(
     '/api/v1/namespaces/:ns/apps/:name',
     {
@@ -769,7 +781,14 @@ function apiRoutes(
       return noStore(reply, await handlers.actions(ns, name, () => guard.permissions(user, { ns, name })));
     },
   );
+}
 
+/** POST of an action: the caller admitted before the body is read, then the intent written. */
+function actionRoute(
+  fastify: FastifyInstance,
+  { guard, handlers, identifyOf, viaOf, bodyLimit, logger }: RouteDeps,
+): void {
+  const admitted = new WeakMap<FastifyRequest, Admitted>();
   fastify.post<{ Params: ActionParams }>(
     '/api/v1/namespaces/:ns/apps/:name/:action',
     {
@@ -793,7 +812,10 @@ function apiRoutes(
       return reply.code(202).send(accepted);
     },
   );
+}
 
+/** The build log of the current build or of a commit, as an event stream. */
+function buildLogRoutes(fastify: FastifyInstance, { guard, handlers, identifyOf, logger }: RouteDeps): void {
   const logReaders = new WeakMap<FastifyRequest, UserInfo>();
   for (const path of [
     '/api/v1/namespaces/:ns/apps/:name/build/log',
@@ -823,11 +845,6 @@ function apiRoutes(
       },
     );
   }
-
-  // Any other path under /api/v1 gets a JSON 404, not fastify's.
-  fastify.all('/api/v1/*', { logSerializers }, async (request) => {
-    throw new ApiError(404, `no route ${request.method} ${request.url.split('?')[0]}`);
-  });
 }
 
 function patchError(err: unknown, ns: string, name: string, url: string, log: ApiLogger): ApiError {
