@@ -123,6 +123,14 @@ describe('planTargets', () => {
       seenAt: 2_000,
     });
   });
+
+  it('another pod at a registered address is a new target, of that pod: seen again, registered only after the delay', () => {
+    const t = new Map<string, Target>([
+      [e.target, { ...e, state: 'healthy', seenAt: 0, registeredAt: 5_000, answering: true }],
+    ]);
+    const next = planTargets(t, [{ target: e.target, pod: 'a2' }], answers(true), 40_000, delays);
+    expect(next.get(e.target)).toMatchObject({ pod: 'a2', state: 'initial', seenAt: 40_000 });
+  });
 });
 
 describe('podsToGate', () => {

@@ -86,7 +86,9 @@ export function planTargets(
   const next = new Map<string, Target>();
   for (const e of endpoints) {
     const was = last.get(e.target);
-    const fresh = !was || was.state === 'draining';
+    // Another pod at the address (a freed pod IP given again, the old pod's removal missed between two
+    // rounds) is a new target: seen now, its own health-check delay, the gate set on it, not on the old one.
+    const fresh = !was || was.state === 'draining' || was.pod !== e.pod;
     const t: Target = fresh ? { ...e, state: 'initial', seenAt: now, answering: false } : { ...was };
     const passed = answering.get(e.target) ?? false;
     t.failedChecks = passed ? 0 : (t.failedChecks ?? 0) + 1;
