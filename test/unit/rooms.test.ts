@@ -19,6 +19,9 @@ import { describe, expect, it } from 'vitest';
  *   with its own Jobs; neither uses the other.
  * - rollout: the blue/green planner, which gates on checks and runs what a build made.
  * - notify: tells the outside about the planners' Events and the App's status.
+ *   previews: a child App per pull request and its status back on the pull
+ *   request (issue #28); it plans over app's vocabulary and speaks to the git
+ *   hosts, as notify speaks to its destinations; neither uses the other.
  * - controller and api: the reconciler that carries out the planners' actions,
  *   and the HTTP API beside it, which reads the same caches through app and
  *   kube but not the controller (the dashboard will stand here too).
@@ -36,6 +39,7 @@ const RANKS: Readonly<Record<string, number>> = {
   build: 2,
   rollout: 3,
   notify: 4,
+  previews: 4,
   controller: 5,
   api: 5,
   main: 6,
