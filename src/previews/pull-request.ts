@@ -29,3 +29,86 @@ export interface PullRequest {
   /** When the provider last saw a change to it (ISO 8601). */
   updatedAt: string;
 }
+
+// ---- what the provider clients tell the planner besides the pull requests ----
+
+/**
+ * What a person may do in the repository, as the provider's permission API says
+ * (GitHub's collaborator permission; GitLab's access level; Gitea's and
+ * Bitbucket's). The clients map their provider's levels onto these: GitHub
+ * maintain is write and triage is read; GitLab Developer is write, Maintainer
+ * and Owner admin, Reporter and Guest read.
+ */
+export const REPOSITORY_PERMISSIONS = ['admin', 'write', 'read', 'none'] as const;
+export type RepositoryPermission = (typeof REPOSITORY_PERMISSIONS)[number];
+
+/**
+ * The approval label on a pull request, as the provider clients found it: who
+ * added it, with which permission, and the head commit the pull request had
+ * when it was added (the approval is for that commit only: a new commit needs a
+ * new approval). The clients read the label's event (GitHub's issue timeline,
+ * GitLab's resource label events, ...) and the permission of its author.
+ */
+export interface PullRequestApproval {
+  number: number;
+  label: string;
+  /** The head commit, full SHA, when the label was added. */
+  sha: string;
+  /** The login of whoever added the label. */
+  by: string;
+  permission: RepositoryPermission;
+  /** When the label was added (ISO 8601). */
+  at: string;
+}
+
+/** Why a provider request failed, for the planner's condition and its wake-up time. */
+export const PROVIDER_ERROR_REASONS = [
+  /** 403/429 with a rate limit (primary or secondary): wait until retryAt. */
+  'RateLimited',
+  /** 401, or 403 without a rate limit: the token is wrong or lacks a scope. */
+  'Unauthorized',
+  /** 404: the repository (or the API URL) is not there, or the token cannot see it. */
+  'NotFound',
+  /** A network error, a timeout or a 5xx. */
+  'Unavailable',
+  /** An answer that did not parse as the provider's documented shape. */
+  'InvalidResponse',
+] as const;
+export type ProviderErrorReason = (typeof PROVIDER_ERROR_REASONS)[number];
+
+export interface ProviderError {
+  reason: ProviderErrorReason;
+  /** Says what failed, without any credential (no token, no URL with userinfo). */
+  message: string;
+  /** Not before this time (ISO 8601): Retry-After, x-ratelimit-reset or the client's backoff. */
+  retryAt?: string;
+}
+
+/**
+ * One poll of the provider: the open pull requests (all of them, the clients
+ * page through; unchanged when the provider answered 304), and the approvals
+ * found on them; or why the poll failed.
+ */
+export type PullRequestListing =
+  | { ok: true; pullRequests: PullRequest[]; approvals: PullRequestApproval[] }
+  | { ok: false; error: ProviderError };
+
+// ---- what the planner asks the provider clients to write ----
+
+/** The commit status's context (GitHub), name (GitLab, Gitea) or key (Bitbucket). */
+export const COMMIT_STATUS_CONTEXT = 'teal/preview';
+
+/** Marks Teal's one comment on a pull request, so the clients find it again to edit it in place. */
+export const PREVIEW_COMMENT_MARKER = '<!-- teal.dev/preview -->';
+
+/** The states every provider has (GitLab's running and Bitbucket's INPROGRESS are pending). */
+export const COMMIT_STATUS_STATES = ['pending', 'success', 'failure', 'error'] as const;
+export type CommitStatusState = (typeof COMMIT_STATUS_STATES)[number];
+
+export interface CommitStatus {
+  state: CommitStatusState;
+  /** One line, at most 140 characters (GitHub's limit), no credential. */
+  description: string;
+  /** The preview's URL, once it serves. */
+  targetUrl?: string;
+}
