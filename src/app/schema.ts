@@ -17,6 +17,7 @@ import {
   IMAGE_REPOSITORY,
   QUALIFIED_NAME,
 } from './patterns.ts';
+import { PreviewsSchema } from './previews-schema.ts';
 import { matching, type Rule, withRules } from './rules.ts';
 import { REVISION_ENV, TrafficCheckSchema, TrafficCheckStatusSchema } from './traffic-schema.ts';
 
@@ -370,6 +371,7 @@ export const AppSpecSchema = withRules(
         `Puts ${REVISION_ENV} in every container: the revision's pod-template hash, read from the pod's own label (Downward API), so an app can report which revision answered (for a traffic check, logs, metrics). Added when a revision's ReplicaSet is made, outside the pod-template hash: turning it on changes no revision, and takes effect with the next one.`,
       ),
     notifications: NotificationsSchema.optional(),
+    previews: PreviewsSchema.optional(),
   }),
   specRules,
 );

@@ -4,9 +4,8 @@
 // planner never knows which provider it serves. Every field is input from the
 // provider: it is validated where it is read, never trusted to be a safe name.
 
-/** The git hosting services previews can follow; gitea covers Forgejo too. */
-export const PREVIEW_PROVIDERS = ['github', 'gitlab', 'gitea', 'bitbucket'] as const;
-export type PreviewProvider = (typeof PREVIEW_PROVIDERS)[number];
+// The providers are part of the App's schema (spec.previews.provider), said there once.
+export { DEFAULT_API_URLS, PREVIEW_PROVIDERS, type PreviewProvider } from '../app/previews-schema.ts';
 
 export interface PullRequest {
   /** The provider's number for it in its repository (GitHub's number, GitLab's iid). */

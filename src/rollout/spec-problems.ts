@@ -1,8 +1,9 @@
 // Checks of an App's spec that its schema cannot express, each naming the field.
 import { trafficCheckProblems } from '../analysis/traffic.ts';
+import { previewsProblems } from '../app/previews-problems.ts';
 import type { App } from '../app/schema.ts';
 import { buildSpecProblems } from '../build/plan.ts';
-import type { BuildDefaults } from '../build/registry.ts';
+import { type BuildDefaults, imageRepository, pushSecretName } from '../build/registry.ts';
 import { servicePorts } from './service.ts';
 
 /** Checks the schema cannot express; each names the field. */
@@ -26,6 +27,8 @@ export function specProblems(app: App, buildDefaults: BuildDefaults = {}): strin
   problems.push(...pingPongProblems(bg, [active, preview]));
   const trafficCheck = bg.switch?.trafficCheck;
   if (trafficCheck) problems.push(...trafficCheckProblems(trafficCheck, `${BG}.switch.trafficCheck`));
+  const production = { image: imageRepository(app, buildDefaults), pushSecret: pushSecretName(app, buildDefaults) };
+  problems.push(...previewsProblems(app.spec, production));
   return problems;
 }
 
