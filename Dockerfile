@@ -6,7 +6,7 @@ WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
-COPY scripts/bundle.ts scripts/bundle-ui.ts scripts/bundled-packages.ts ./scripts/
+COPY scripts/bundle.ts scripts/bundle-ui.ts scripts/bundled-packages.ts scripts/node-bundle.ts ./scripts/
 COPY src ./src
 RUN npm run bundle
 
