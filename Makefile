@@ -33,6 +33,13 @@ browser: ## Debian's chromium-headless-shell, the browser of the dashboard's tes
 bundle: deps ## The operator as one file, as the image runs it: dist/teal.js, and the dashboard's files in dist/ui (scripts/bundle.ts)
 	npm run -s bundle
 
+# make image IMAGE_PUSH=127.0.0.1:5000/teal:dev: push there (BuildKit pushes plain HTTP to 127.0.0.1 only) rather than write the archive.
+IMAGE_PUSH ?=
+
+.PHONY: image
+image: deps build-tools ## The operator image from the Dockerfile as it is, by the project's rootless BuildKit FROM a node:24-slim stand-in (root): dist/image/teal.oci.tar, or pushed to IMAGE_PUSH (docs/getting-started.md)
+	node_modules/.bin/node scripts/image.ts $(if $(IMAGE_PUSH),--push $(IMAGE_PUSH))
+
 .PHONY: ui
 ui: deps ## The dashboard's files only, into dist/ui (scripts/bundle-ui.ts), which the operator serves under /
 	npm run -s bundle:ui

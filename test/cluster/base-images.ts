@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, copyFile, mkdir, mkdtemp, readdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { layerFromDir, layerFromFile, type PushTarget, pushImage } from './image-push.ts';
 
@@ -83,7 +83,7 @@ export const PYTHON_BASE: PythonBaseRecipe = { suite: 'bookworm', include: ['pyt
  * /proc, /sys), and what debootstrap leaves behind that a slim image drops
  * (downloaded .debs, apt lists and caches, docs, man pages, translations).
  */
-const PYTHON_EXCLUDES = [
+const SLIM_EXCLUDES = [
   './dev/*',
   './proc/*',
   './sys/*',
@@ -138,7 +138,19 @@ export async function ensurePythonLayer(
   recipe: PythonBaseRecipe,
   log: (line: string) => void = () => {},
 ): Promise<string> {
-  const file = pythonLayerFile(recipe);
+  return ensureDebianLayer(recipe, pythonLayerFile(recipe), async () => {}, log);
+}
+
+/**
+ * The cached layer at `file`, or one bootstrapped from the recipe, with `finish`
+ * adding to the tree before it is layered (ensurePythonLayer says why the rename).
+ */
+async function ensureDebianLayer(
+  recipe: PythonBaseRecipe,
+  file: string,
+  finish: (rootfs: string, work: string) => Promise<void>,
+  log: (line: string) => void,
+): Promise<string> {
   if (existsSync(file)) return file;
   const cacheDir = baseImagesCacheDir();
   await mkdir(cacheDir, { recursive: true });
@@ -149,7 +161,8 @@ export async function ensurePythonLayer(
     const mirror = await debianMirror(recipe.suite);
     log(`base-images: debootstrap ${recipe.suite} from ${mirror} (minutes, once)`);
     await debootstrap(recipe, rootfs, mirror);
-    const layer = await layerFromDir(rootfs, { exclude: PYTHON_EXCLUDES, keepOwners: true });
+    await finish(rootfs, work);
+    const layer = await layerFromDir(rootfs, { exclude: SLIM_EXCLUDES, keepOwners: true });
     await writeFile(join(work, 'layer.tar.gz'), layer.gz);
     await rename(join(work, 'layer.tar.gz'), file);
     return file;
@@ -160,7 +173,8 @@ export async function ensurePythonLayer(
 
 async function debootstrap(recipe: PythonBaseRecipe, rootfs: string, mirror: string): Promise<void> {
   if (process.getuid?.() !== 0) throw new Error('debootstrap needs root (it installs packages into a chroot)');
-  const args = ['--variant=minbase', `--include=${recipe.include.join(',')}`, recipe.suite, rootfs, mirror];
+  const include = recipe.include.length > 0 ? [`--include=${recipe.include.join(',')}`] : [];
+  const args = ['--variant=minbase', ...include, recipe.suite, rootfs, mirror];
   try {
     // Several minutes of output on a slow mirror: a big buffer, kept for the error.
     await run('debootstrap', args, { maxBuffer: 64 * 1024 * 1024 });
@@ -203,4 +217,143 @@ export function mirrorIn(text: string, suite: string): string | undefined {
     if (uri) return uri;
   }
   return undefined;
+}
+
+/**
+ * The node:24-slim stand-in of the operator image's build: Debian (minbase, as the
+ * python one) with the Node binary the npm `node` package ships (node_modules/node,
+ * pinned in package-lock.json), the npm that Node release bundles (from the npm
+ * registry), and Docker Hub's image's user node (1000:1000).
+ */
+export interface NodeBaseRecipe extends PythonBaseRecipe {
+  node: { binary: string; version: string };
+  /** The version of the npm package. */
+  npm: string;
+  /**
+   * CA certificates (PEM) its Node trusts besides its own, through NODE_EXTRA_CA_CERTS:
+   * the machine's own, when its Node is told so (a TLS-inspecting egress proxy in front
+   * of the npm registry, as here); `npm ci` in the build then reaches the registry as
+   * the machine's npm does. Docker Hub's image has none.
+   */
+  extraCaPem?: string;
+}
+
+/** Where the stand-in keeps extraCaPem, as NODE_EXTRA_CA_CERTS names it. */
+export const NODE_EXTRA_CA_FILE = '/usr/local/share/teal/host-ca-certificates.pem';
+
+/** Bumped when the node stand-in's additions to the Debian tree change, so old cache entries are not reused. */
+const NODE_RECIPE = 1;
+
+/**
+ * The recipe from this checkout: node_modules/node's version and binary, npm as
+ * versions.env pins it for that Node (NODE_NPM_VERSION, NODE_NPM_NODE), and the
+ * machine's NODE_EXTRA_CA_CERTS file when it has one.
+ */
+export async function nodeBaseRecipe(repoRoot: string, versions: Map<string, string>): Promise<NodeBaseRecipe> {
+  const pkg = JSON.parse(await readFile(join(repoRoot, 'node_modules/node/package.json'), 'utf8')) as {
+    version: string;
+  };
+  const npm = versions.get('NODE_NPM_VERSION');
+  const npmOf = versions.get('NODE_NPM_NODE');
+  if (!npm || npmOf !== pkg.version) {
+    throw new Error(
+      `node_modules/node is ${pkg.version}, but test/cluster/versions.env pins NODE_NPM_VERSION=${npm} for Node ${npmOf}: ` +
+        `set both to the npm that Node ${pkg.version} bundles (its CHANGELOG.md: "deps: upgrade npm to ...")`,
+    );
+  }
+  const caFile = process.env.NODE_EXTRA_CA_CERTS;
+  const extraCaPem = caFile && existsSync(caFile) ? await readFile(caFile, 'utf8') : undefined;
+  return {
+    suite: 'bookworm',
+    include: [],
+    node: { binary: join(repoRoot, 'node_modules/node/bin/node'), version: pkg.version },
+    npm,
+    ...(extraCaPem ? { extraCaPem } : {}),
+  };
+}
+
+/** The cached layer of a node recipe: named by the Node and npm versions, hashed with the rest. */
+export function nodeLayerFile(recipe: NodeBaseRecipe, cacheDir = baseImagesCacheDir()): string {
+  const key = JSON.stringify({
+    suite: recipe.suite,
+    include: [...recipe.include].sort(),
+    layer: LAYER_RECIPE,
+    node: recipe.node.version,
+    npm: recipe.npm,
+    ca: recipe.extraCaPem ? createHash('sha256').update(recipe.extraCaPem).digest('hex') : null,
+    recipe: NODE_RECIPE,
+  });
+  const hash = createHash('sha256').update(key).digest('hex').slice(0, 12);
+  return join(cacheDir, `${recipe.suite}-node-${recipe.node.version}-npm-${recipe.npm}-${hash}.tar.gz`);
+}
+
+/**
+ * Pushes the node:24-slim stand-in as library/node:24-slim. Cold, debootstrap and
+ * the npm tarball (minutes); warm, the cached layer is pushed as it is.
+ */
+export async function pushNodeBase(
+  registry: PushTarget,
+  recipe: NodeBaseRecipe,
+  repo = 'library/node',
+  tag = '24-slim',
+  log: (line: string) => void = () => {},
+): Promise<PushedBase> {
+  const file = await ensureDebianLayer(
+    recipe,
+    nodeLayerFile(recipe),
+    (rootfs, work) => addNode(recipe, rootfs, work),
+    log,
+  );
+  const layer = await layerFromFile(file);
+  const env = [
+    PATH_ENV,
+    `NODE_VERSION=${recipe.node.version}`,
+    ...(recipe.extraCaPem ? [`NODE_EXTRA_CA_CERTS=${NODE_EXTRA_CA_FILE}`] : []),
+  ];
+  const digest = await pushImage(registry, repo, tag, layer, { env, cmd: ['node'] });
+  return { ref: `${repo}:${tag}`, digest };
+}
+
+/** What Docker Hub's node image adds to Debian, where it puts it: node, npm and npx in /usr/local, the user node. */
+async function addNode(recipe: NodeBaseRecipe, rootfs: string, work: string): Promise<void> {
+  const local = join(rootfs, 'usr/local');
+  await copyFile(recipe.node.binary, join(local, 'bin/node'));
+  await chmod(join(local, 'bin/node'), 0o755);
+  // The ordinary client: the npm package's tarball, as the registry serves it (its dependencies bundled in it).
+  const { stdout } = await run('npm', ['pack', `npm@${recipe.npm}`, '--silent', '--pack-destination', work], {
+    cwd: work,
+  });
+  const tarball = join(work, stdout.trim().split('\n').at(-1) ?? '');
+  const npmDir = join(local, 'lib/node_modules/npm');
+  await mkdir(npmDir, { recursive: true });
+  await run('tar', ['-xzf', tarball, '-C', npmDir, '--strip-components=1', '--no-same-owner']);
+  await symlink('../lib/node_modules/npm/bin/npm-cli.js', join(local, 'bin/npm'));
+  await symlink('../lib/node_modules/npm/bin/npx-cli.js', join(local, 'bin/npx'));
+  if (recipe.extraCaPem) {
+    await mkdir(join(rootfs, dirname(NODE_EXTRA_CA_FILE)), { recursive: true });
+    await writeFile(join(rootfs, NODE_EXTRA_CA_FILE), recipe.extraCaPem, { mode: 0o644 });
+  }
+  await run('chroot', [rootfs, 'groupadd', '--gid', '1000', 'node']);
+  await run('chroot', [
+    rootfs,
+    'useradd',
+    '--uid',
+    '1000',
+    '--gid',
+    'node',
+    '--shell',
+    '/bin/bash',
+    '--create-home',
+    'node',
+  ]);
+  // What the image answers, checked before it is cached.
+  const version = (await run('chroot', [rootfs, '/usr/local/bin/node', '--version'])).stdout.trim();
+  const npm = (
+    await run('chroot', [rootfs, '/usr/local/bin/npm', '--version'], { env: { PATH: PATH_ENV.slice(5) } })
+  ).stdout.trim();
+  if (version !== `v${recipe.node.version}` || npm !== recipe.npm) {
+    throw new Error(
+      `the node stand-in answers node ${version} and npm ${npm}, not v${recipe.node.version} and ${recipe.npm}`,
+    );
+  }
 }

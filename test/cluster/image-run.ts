@@ -113,16 +113,45 @@ export interface RunningImage {
 }
 
 /**
+ * What a pod spec changes of the image's process, as a kubelet applies it: command
+ * replaces the entrypoint (and drops the image's command), args replace the command,
+ * runAsUser/runAsGroup the image's USER; mounts, a read-only root and no capabilities.
+ */
+export interface ContainerOptions {
+  command?: string[];
+  args?: string[];
+  user?: { uid: number; gid: number };
+  /** A host folder bound (a Secret's files, as a kubelet writes them), or a tmpfs (an emptyDir). */
+  mounts?: ({ destination: string; source: string; readOnly: boolean } | { destination: string; tmpfs: true })[];
+  readOnlyRootFilesystem?: boolean;
+  /** capabilities: {drop: [ALL]}; runc's default set otherwise. */
+  dropAllCapabilities?: boolean;
+}
+
+/** The process's argv under Kubernetes' rule for command and args. */
+export function containerArgv(config: ImageRunConfig, options: Pick<ContainerOptions, 'command' | 'args'>): string[] {
+  const entrypoint = options.command ?? config.Entrypoint ?? [];
+  const cmd = options.args ?? (options.command ? [] : (config.Cmd ?? []));
+  return [...entrypoint, ...cmd];
+}
+
+/**
  * Starts the image's entrypoint and command with runc: the image's USER
  * (numeric uid[:gid]; a name is not looked up), WORKDIR and ENV plus `env`,
- * the host's network, its own other namespaces and runc's default capabilities.
+ * the host's network, its own other namespaces and runc's default capabilities,
+ * unless `options` (a pod spec's) say otherwise.
  */
-export async function runImage(image: PulledImage, id: string, env: Record<string, string> = {}) {
+export async function runImage(
+  image: PulledImage,
+  id: string,
+  env: Record<string, string> = {},
+  options: ContainerOptions = {},
+) {
   const configFile = join(image.bundle, 'config.json');
   await rm(configFile, { force: true });
   await run('runc', ['spec', '--bundle', image.bundle]);
   const spec = JSON.parse(await readFile(configFile, 'utf8'));
-  const args = [...(image.config.Entrypoint ?? []), ...(image.config.Cmd ?? [])];
+  const args = containerArgv(image.config, options);
   if (args.length === 0) throw new Error('the image has neither an entrypoint nor a command');
   spec.process = {
     ...spec.process,
@@ -130,10 +159,25 @@ export async function runImage(image: PulledImage, id: string, env: Record<strin
     args,
     env: [...(image.config.Env ?? []), ...Object.entries(env).map(([k, v]) => `${k}=${v}`)],
     cwd: image.config.WorkingDir || '/',
-    user: userOf(image.config.User),
+    user: options.user ?? userOf(image.config.User),
+    ...(options.dropAllCapabilities
+      ? { capabilities: { bounding: [], effective: [], inheritable: [], permitted: [], ambient: [] } }
+      : {}),
   };
-  spec.root = { path: 'rootfs', readonly: false };
+  spec.root = { path: 'rootfs', readonly: options.readOnlyRootFilesystem ?? false };
   spec.linux.namespaces = spec.linux.namespaces.filter((n: { type: string }) => n.type !== 'network');
+  for (const mount of options.mounts ?? []) {
+    spec.mounts.push(
+      'tmpfs' in mount
+        ? { destination: mount.destination, type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'nodev', 'mode=1777'] }
+        : {
+            destination: mount.destination,
+            type: 'bind',
+            source: mount.source,
+            options: ['rbind', mount.readOnly ? 'ro' : 'rw'],
+          },
+    );
+  }
   await writeFile(configFile, JSON.stringify(spec));
   const child = spawn('runc', ['run', '--bundle', image.bundle, id], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';

@@ -15,6 +15,7 @@ import {
   planContainer,
   type SecretData,
 } from '../cluster/build-runner/pod-plan.ts';
+import { imageBuildPod } from '../cluster/operator-image.ts';
 import { gitApp } from '../fixtures/apps.ts';
 
 const COMMIT = 'a'.repeat(40);
@@ -93,6 +94,21 @@ describe('planContainer', () => {
     expect(() => planContainer(buildPod('buildkit'), (n) => (n === 'harbor-push' ? undefined : lookup(n)))).toThrow(
       new ContainerConfigError('secret "harbor-push" not found'),
     );
+  });
+
+  it("binds the operator image's build folders as hostPaths, read-only where the pod says so", () => {
+    const pod = imageBuildPod('/repo', '/cache/buildkit', '/out', { push: '127.0.0.1:5000/teal:dev' });
+    const plan = planContainer(pod, () => undefined);
+    expect(plan.config.engine).toBe('buildkit');
+    expect(plan.env.BUILDKITD_FLAGS).toBe('--oci-worker-no-process-sandbox');
+    expect(plan.argv).toContain('--output=type=image,name=127.0.0.1:5000/teal:dev,push=true');
+    expect(plan.mounts).toEqual([
+      { kind: 'hostPath', path: '/repo', mountPath: '/home/user/context', readOnly: true },
+      { kind: 'hostPath', path: '/out', mountPath: '/home/user/out', readOnly: false },
+      { kind: 'hostPath', path: '/cache/buildkit', mountPath: '/home/user/.local/share/buildkit', readOnly: false },
+    ]);
+    const oci = planContainer(imageBuildPod('/repo', '/c', '/out', { ociArchive: '/x/teal.oci.tar' }), () => undefined);
+    expect(oci.argv).toContain('--output=type=oci,dest=/home/user/out/image.oci.tar');
   });
 
   it('knows the engines by image, and no other image', () => {

@@ -51,3 +51,10 @@ function rangeEnd(line: string): number {
   const [, start, count] = line.split(':');
   return Number(start) + Number(count) || 0;
 }
+
+/** The uid and gid of a user of this host, from /etc/passwd. */
+export async function idsOf(user: string): Promise<{ uid: number; gid: number }> {
+  const line = (await readFile('/etc/passwd', 'utf8')).split('\n').find((l) => l.startsWith(`${user}:`));
+  const [, , uid, gid] = (line ?? '').split(':');
+  return { uid: Number(uid), gid: Number(gid) };
+}

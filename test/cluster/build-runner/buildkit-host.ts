@@ -4,10 +4,10 @@
 // them, the toolchain where the image has it (/usr/local/bin) and the test's CA
 // in the image's bundle. BuildKit then makes its own user namespace
 // (rootlesskit) as it does in the image.
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureBuildUser } from './build-user.ts';
+import { ensureBuildUser, idsOf } from './build-user.ts';
 import type { ContainerPlan } from './pod-plan.ts';
 import { BUILDKITD_CONFIG_PATH, buildkitdConfig } from './registry-mirror.ts';
 import {
@@ -62,7 +62,7 @@ export async function startBuildkitContainer(plan: ContainerPlan, options: HostO
     '--',
     ...plan.argv,
   ];
-  return runLogged('unshare', args, plan.env, work, (pid) => killGroup(pid));
+  return runLogged('unshare', args, plan.env, work, (pid) => killGroup(pid), options.onOutput);
 }
 
 function killGroup(pid: number): void {
@@ -71,10 +71,4 @@ function killGroup(pid: number): void {
   } catch {
     // already gone
   }
-}
-
-async function idsOf(user: string): Promise<{ uid: number; gid: number }> {
-  const line = (await readFile('/etc/passwd', 'utf8')).split('\n').find((l) => l.startsWith(`${user}:`));
-  const [, , uid, gid] = (line ?? '').split(':');
-  return { uid: Number(uid), gid: Number(gid) };
 }

@@ -67,7 +67,9 @@ export interface PlannedFile {
 
 export type PlannedMount =
   | { kind: 'secret'; mountPath: string; readOnly: boolean; files: PlannedFile[] }
-  | { kind: 'emptyDir'; mountPath: string };
+  | { kind: 'emptyDir'; mountPath: string }
+  /** A folder of the host, bound as it is (the operator image's build: its context, BuildKit's cache). */
+  | { kind: 'hostPath'; path: string; mountPath: string; readOnly: boolean };
 
 export interface ContainerPlan {
   podName: string;
@@ -140,8 +142,11 @@ function planMount(
   secrets: (name: string) => SecretData | undefined,
 ): PlannedMount {
   if (volume.emptyDir) return { kind: 'emptyDir', mountPath };
+  if (volume.hostPath) return { kind: 'hostPath', path: volume.hostPath.path, mountPath, readOnly };
   const source = volume.secret;
-  if (!source) throw new ContainerConfigError(`volume ${volume.name}: only secret and emptyDir volumes are played`);
+  if (!source) {
+    throw new ContainerConfigError(`volume ${volume.name}: only secret, emptyDir and hostPath volumes are played`);
+  }
   const data = secrets(source.secretName ?? '');
   if (!data) {
     if (source.optional) return { kind: 'secret', mountPath, readOnly, files: [] };

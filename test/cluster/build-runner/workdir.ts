@@ -18,6 +18,8 @@ export interface HostOptions {
   workRoot: string;
   /** host:port of a registry standing in for Docker Hub (registry-mirror.ts); none by default. */
   dockerHubMirror?: string;
+  /** The container's output as it comes (make image prints BuildKit's progress). */
+  onOutput?: (chunk: Buffer) => void;
 }
 
 export interface BindMount {
@@ -52,7 +54,10 @@ export async function createWorkdir(options: HostOptions, plan: ContainerPlan, o
   return work;
 }
 
-/** Secret items as files (their modes), emptyDirs as world-writable folders owned by the container's user. */
+/**
+ * Secret items as files (their modes), emptyDirs as world-writable folders owned by the
+ * container's user, hostPaths as they are.
+ */
 export async function prepareVolumes(
   plan: ContainerPlan,
   work: string,
@@ -60,6 +65,10 @@ export async function prepareVolumes(
 ): Promise<BindMount[]> {
   const binds: BindMount[] = [];
   for (const [index, mount] of plan.mounts.entries()) {
+    if (mount.kind === 'hostPath') {
+      binds.push({ source: mount.path, destination: mount.mountPath, readOnly: mount.readOnly });
+      continue;
+    }
     const source = join(work, `volume-${index}`);
     await mkdir(source);
     if (mount.kind === 'emptyDir') {
@@ -95,6 +104,7 @@ export function runLogged(
   env: NodeJS.ProcessEnv,
   work: string,
   kill: (pid: number) => void,
+  onOutput: (chunk: Buffer) => void = () => {},
 ): Running {
   const logFile = join(work, 'container.log');
   const criLogFile = join(work, 'container.cri.log');
@@ -105,6 +115,7 @@ export function runLogged(
   const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const collect = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
     log += chunk.toString('utf8');
+    onOutput(chunk);
     logStream.write(chunk);
     cri.write(stream, chunk.toString('utf8'));
   };

@@ -1,0 +1,135 @@
+// The operator image, built from the repository's Dockerfile as it is, by the
+// project's own rootless BuildKit run the way the build runner runs a build pod
+// (build-runner/buildkit-host.ts: buildctl-daemonless.sh as the build user, in
+// a private mount namespace), with Docker Hub's node:24-slim served by a test
+// registry as its mirror (the stand-in of base-images.ts). The Dockerfile's RUN
+// steps reach Debian's mirror and the npm registry as this machine does.
+// BuildKit keeps its cache in ~/.cache/teal/operator-image, so a build after a
+// change to src/ runs `npm ci` again only when package-lock.json changed.
+// Free of vitest, like the rest of test/cluster.
+import { chown, copyFile, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
+import { DEFAULT_BUILD_IMAGES } from '../../src/build/images.ts';
+import { baseImagesCacheDir, nodeBaseRecipe, pushNodeBase } from './base-images.ts';
+import { ensureBuildUser, idsOf } from './build-runner/build-user.ts';
+import { startBuildkitContainer } from './build-runner/buildkit-host.ts';
+import { planContainer } from './build-runner/pod-plan.ts';
+import { readVersionsEnv } from './build-tools.ts';
+import type { PushTarget } from './image-push.ts';
+
+/** Where the build's output goes: pushed as a reference (a registry on 127.0.0.1), or an OCI archive on the host. */
+export type ImageOutput = { push: string } | { ociArchive: string };
+
+export interface OperatorImageOptions {
+  /** The repository's root: its Dockerfile and the build context. */
+  repoRoot: string;
+  /** The folder build-toolchain.sh prints. */
+  toolsDir: string;
+  /** The registry that stands in for Docker Hub: node:24-slim is pushed there first. */
+  mirror: PushTarget & { address: string };
+  output: ImageOutput;
+  log?: (line: string) => void;
+  /** BuildKit's progress as it comes; it is in the error when the build fails either way. */
+  onOutput?: (chunk: Buffer) => void;
+}
+
+export interface BuiltImage {
+  /** The image manifest's digest (BuildKit's containerimage.digest). */
+  digest: string;
+  /** BuildKit's progress, as the container printed it. */
+  log: string;
+}
+
+// In the container's home (a tmpfs of its own): a bind elsewhere would make the folder on the host.
+const CONTEXT = '/home/user/context';
+const OUT = '/home/user/out';
+const BUILDKIT_STATE = '/home/user/.local/share/buildkit';
+
+/** Pushes the node stand-in to the mirror, then builds the image; throws with BuildKit's log when the build fails. */
+export async function buildOperatorImage(options: OperatorImageOptions): Promise<BuiltImage> {
+  const log = options.log ?? (() => {});
+  const recipe = await nodeBaseRecipe(options.repoRoot, readVersionsEnv());
+  await pushNodeBase(options.mirror, recipe, 'library/node', '24-slim', log);
+  const user = await ensureBuildUser();
+  const owner = await idsOf(user);
+  const state = operatorImageCacheDir();
+  await mkdir(state, { recursive: true, mode: 0o700 });
+  await chown(state, owner.uid, owner.gid);
+  const work = await mkdtemp(join(tmpdir(), 'teal-operator-image-'));
+  try {
+    const out = join(work, 'out');
+    await mkdir(out);
+    await chown(out, owner.uid, owner.gid);
+    const pod = imageBuildPod(options.repoRoot, state, out, options.output);
+    const plan = planContainer(pod, () => undefined);
+    log(`operator-image: ${plan.argv.join(' ')}`);
+    const running = await startBuildkitContainer(plan, {
+      toolsDir: options.toolsDir,
+      workRoot: join(work, 'containers'),
+      dockerHubMirror: options.mirror.address,
+      ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+    });
+    const run = await running.done;
+    if (run.exitCode !== 0) {
+      throw new Error(`the operator image's build failed (exit ${run.exitCode}):\n${run.log.slice(-12_000)}`);
+    }
+    const metadata = JSON.parse(await readFile(join(out, 'metadata.json'), 'utf8')) as Record<string, unknown>;
+    const digest = metadata['containerimage.digest'];
+    if (typeof digest !== 'string')
+      throw new Error(`BuildKit's metadata has no image digest: ${JSON.stringify(metadata)}`);
+    if ('ociArchive' in options.output) await copyFile(join(out, 'image.oci.tar'), options.output.ociArchive);
+    return { digest, log: run.log };
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+/** BuildKit's own state between builds (its layer cache), kept with the other tools' caches. */
+export function operatorImageCacheDir(): string {
+  return join(baseImagesCacheDir(), '..', 'operator-image', 'buildkit');
+}
+
+/**
+ * The build as a pod the build runner plays: the BuildKit rootless image with the
+ * Job's BUILDKITD_FLAGS, the checkout as the local context (read-only), BuildKit's
+ * state and the output folder as host folders.
+ */
+export function imageBuildPod(repoRoot: string, state: string, out: string, output: ImageOutput): V1Pod {
+  const to = 'push' in output ? `type=image,name=${output.push},push=true` : `type=oci,dest=${OUT}/image.oci.tar`;
+  return {
+    metadata: { name: 'teal-operator-image' },
+    spec: {
+      restartPolicy: 'Never',
+      containers: [
+        {
+          name: 'buildkit',
+          image: DEFAULT_BUILD_IMAGES.buildkit,
+          command: [
+            'buildctl-daemonless.sh',
+            'build',
+            '--frontend=dockerfile.v0',
+            `--local=context=${CONTEXT}`,
+            `--local=dockerfile=${CONTEXT}`,
+            `--output=${to}`,
+            `--metadata-file=${OUT}/metadata.json`,
+            '--progress=plain',
+          ],
+          env: [{ name: 'BUILDKITD_FLAGS', value: '--oci-worker-no-process-sandbox' }],
+          volumeMounts: [
+            { name: 'context', mountPath: CONTEXT, readOnly: true },
+            { name: 'out', mountPath: OUT },
+            { name: 'buildkitd', mountPath: BUILDKIT_STATE },
+          ],
+          terminationMessagePolicy: 'FallbackToLogsOnError',
+        },
+      ],
+      volumes: [
+        { name: 'context', hostPath: { path: repoRoot, type: 'Directory' } },
+        { name: 'out', hostPath: { path: out, type: 'Directory' } },
+        { name: 'buildkitd', hostPath: { path: state, type: 'Directory' } },
+      ],
+    },
+  };
+}
