@@ -52,6 +52,15 @@ export const ChartValuesSchema = z.strictObject({
       .describe('Repository prefix for Apps without spec.build.image: <defaultRegistry>/<namespace>/<app>.'),
     buildkitImage: z.string().min(1),
     kanikoImage: z.string().min(1),
+    caConfigMap: z
+      .string()
+      .regex(/^([a-z0-9]([-a-z0-9.]*[a-z0-9])?(\/[-._a-zA-Z0-9]+)?)?$/, 'a ConfigMap NAME or NAME/KEY')
+      .describe('PEM CAs every build trusts, from a ConfigMap where the build runs (--build-ca-configmap).'),
+    proxy: z.strictObject({
+      http: z.string().describe('HTTP_PROXY of every build container (--build-http-proxy).'),
+      https: z.string().describe('HTTPS_PROXY of every build container (--build-https-proxy).'),
+      noProxy: z.string().describe('NO_PROXY of every build container (--build-no-proxy).'),
+    }),
   }),
   api: z.strictObject({
     service: z.strictObject({

@@ -9,6 +9,7 @@ import { OIDC_CALLBACK } from './app/dashboard-pages.ts';
 import { parseDuration } from './app/duration.ts';
 import { DNS1123_LABEL, DNS1123_SUBDOMAIN } from './app/patterns.ts';
 import { DEFAULT_BUILD_IMAGES } from './build/images.ts';
+import { noProxyProblem, parseConfigMapRef, proxyUrlProblem } from './build/network.ts';
 import { registryProblem } from './build/registry.ts';
 import { EGRESS_FLAG, parseEgressAllow } from './kube/egress.ts';
 import { MAX_SHARDS } from './kube/shards.ts';
@@ -61,6 +62,12 @@ const SCOPE = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
 
 /** A JWT claim's name: not empty, no control characters. */
 const claimName = z.string().regex(/^[^\x00-\x1f\x7f]+$/, 'must be a claim name');
+
+/** A proxy URL; a problem never quotes it, as it may carry a password. */
+const proxyFlag = z.string().check((ctx) => {
+  const problem = proxyUrlProblem(ctx.value);
+  if (problem) ctx.issues.push({ code: 'custom', message: problem, input: '' });
+});
 
 const ConfigFields = z.strictObject({
   kubeconfig: z.string().optional(),
@@ -137,6 +144,26 @@ const ConfigFields = z.strictObject({
     .regex(DNS1123_LABEL, 'must be a namespace name (a DNS label)')
     .optional()
     .describe("Build Jobs run in this namespace, with copies of their Secrets, rather than in the App's."),
+  buildCaConfigmap: z
+    .string()
+    .transform((text, ctx) => {
+      const ref = parseConfigMapRef(text);
+      if (typeof ref !== 'string') return ref;
+      ctx.issues.push({ code: 'custom', message: ref, input: text });
+      return z.NEVER;
+    })
+    .optional()
+    .describe("A ConfigMap's PEM CAs every build trusts, read in the namespace the build runs in."),
+  buildHttpProxy: proxyFlag.optional().describe('HTTP_PROXY of every build container.'),
+  buildHttpsProxy: proxyFlag.optional().describe('HTTPS_PROXY of every build container.'),
+  buildNoProxy: z
+    .string()
+    .check((ctx) => {
+      const problem = noProxyProblem(ctx.value);
+      if (problem) ctx.issues.push({ code: 'custom', message: problem, input: ctx.value });
+    })
+    .optional()
+    .describe('NO_PROXY of every build container.'),
   egressAllow: z
     .array(z.string())
     .check((ctx) => {
@@ -214,6 +241,13 @@ export const USAGE = `teal: the Teal operator
   --default-push-secret NAME        the push Secret, in the App's namespace, of Apps without spec.build.pushSecretRef
   --build-namespace NS              run build Jobs in NS, with per-build copies of their git and push Secrets, so
                                     App namespaces can stay Pod Security restricted (docs/getting-started.md)
+  --build-ca-configmap NAME[/KEY]   PEM CAs (KEY, default: ca.crt) every build trusts for git and the registry,
+                                    besides the system's and spec.build.caSecretRef's; the ConfigMap is read in the
+                                    namespace the build runs in (the App's, or --build-namespace), as trust-manager
+                                    writes a bundle (docs/builds.md)
+  --build-http-proxy URL --build-https-proxy URL --build-no-proxy HOST[,...]
+                                    HTTP_PROXY, HTTPS_PROXY and NO_PROXY (and lowercase) of every build container,
+                                    passed on to the Dockerfile's RUN steps; a password in a URL is masked in logs
   ${EGRESS_FLAG} PATTERN[,...]      where web and Prometheus checks and notifications may connect: host names
                                     (prometheus.monitoring, *.example.com), IP addresses and CIDRs; repeatable.
                                     Default: anywhere but loopback, link-local, cloud metadata and the operator's
@@ -296,6 +330,10 @@ function readFlags(argv: readonly string[], env: NodeJS.ProcessEnv) {
       'default-registry': { type: 'string' },
       'default-push-secret': { type: 'string' },
       'build-namespace': { type: 'string' },
+      'build-ca-configmap': { type: 'string' },
+      'build-http-proxy': { type: 'string' },
+      'build-https-proxy': { type: 'string' },
+      'build-no-proxy': { type: 'string' },
       'egress-allow': { type: 'string', multiple: true, default: [] },
       help: { type: 'boolean', short: 'h' },
     },
@@ -345,6 +383,10 @@ function toConfigInput(values: Flags, env: NodeJS.ProcessEnv) {
     defaultRegistry: values['default-registry'],
     defaultPushSecret: values['default-push-secret'],
     buildNamespace: values['build-namespace'],
+    buildCaConfigmap: values['build-ca-configmap'],
+    buildHttpProxy: values['build-http-proxy'],
+    buildHttpsProxy: values['build-https-proxy'],
+    buildNoProxy: values['build-no-proxy'],
     egressAllow: values['egress-allow'],
   };
 }

@@ -7,6 +7,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { DashboardFiles } from './api/dashboard.ts';
 import type { OidcSettings } from './api/oidc.ts';
+import type { BuildNetwork } from './build/network.ts';
 import { type Config, readCommandLine } from './config.ts';
 import { type LeadershipCallbacks, Manager, type Runnable } from './manager.ts';
 import { watchStop } from './stop-watchdog.ts';
@@ -144,6 +145,7 @@ function makeController(p: Wiring, canWrite: (appKey: string) => boolean, owns?:
       ...(config.defaultPushSecret ? { pushSecret: config.defaultPushSecret } : {}),
     },
     ...(config.buildNamespace !== undefined ? { buildNamespace: config.buildNamespace } : {}),
+    buildNetwork: buildNetwork(config),
     checkGitUrl: (url) => checkGitUrl(url, { allowFile: config.allowFileGit }),
     fetch: checkedFetch(p),
     metrics,
@@ -152,6 +154,19 @@ function makeController(p: Wiring, canWrite: (appKey: string) => boolean, owns?:
 }
 
 /** The fetch of checks and notifications: --egress-allow judges every connection they make. */
+/** What every build pod gets of the network from the operator's flags. */
+function buildNetwork(config: Config): BuildNetwork {
+  const proxy = {
+    ...(config.buildHttpProxy !== undefined ? { http: config.buildHttpProxy } : {}),
+    ...(config.buildHttpsProxy !== undefined ? { https: config.buildHttpsProxy } : {}),
+    ...(config.buildNoProxy !== undefined ? { noProxy: config.buildNoProxy } : {}),
+  };
+  return {
+    ...(config.buildCaConfigmap ? { caConfigMap: config.buildCaConfigmap } : {}),
+    ...(Object.keys(proxy).length > 0 ? { proxy } : {}),
+  };
+}
+
 function checkedFetch({ config, log }: Wiring): typeof fetch {
   const policy = egressPolicy(parseEgressAllow(config.egressAllow));
   const allow = policy.allow.map((p) => p.text);

@@ -27,7 +27,7 @@ import { APPS_INDEX, type CachedApp, JOBS_INDEX } from '../app/cached.ts';
 import { readAppStatus } from '../app/status-reader.ts';
 import { BUILD_CONTAINER } from '../build/job.ts';
 import { LineSplitter } from '../build/log-lines.ts';
-import { credentialsOf, logScrubber, podSecretNames } from '../build/log-scrub.ts';
+import { credentialsOf, logScrubber, podProxyCredentials, podSecretNames } from '../build/log-scrub.ts';
 import type { ObservedBuildPod, ObservedJob } from '../build/plan.ts';
 import { apiStatusOf, errorMessage, ignoreNotFound } from '../kube/errors.ts';
 import type { Cached } from '../kube/informer.ts';
@@ -355,7 +355,7 @@ export class BuildLogs {
         ignoreNotFound(this.core.readNamespacedSecret({ namespace, name })).then((s) => s?.data),
       ),
     );
-    return credentialsOf(secrets);
+    return [...credentialsOf(secrets), ...podProxyCredentials(pod)];
   }
 
   /**

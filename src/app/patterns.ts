@@ -3,6 +3,8 @@
 
 /** DNS-1123 subdomain: Secret and other object names. */
 export const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+/** A Secret or ConfigMap data key, as the API server checks it (with at most 253 characters). */
+export const CONFIG_KEY = /^[-._a-zA-Z0-9]+$/;
 /** DNS-1035 label: Service names. */
 export const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 /** DNS-1123 label: port and container names. */

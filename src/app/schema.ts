@@ -8,6 +8,7 @@ import { ACTIONS, type Action } from './intents.ts';
 import { ObjectMetaSchema } from './object-meta.ts';
 import {
   COMMIT_SHA,
+  CONFIG_KEY,
   DNS1035_LABEL,
   DNS1123_LABEL,
   DNS1123_SUBDOMAIN,
@@ -114,6 +115,17 @@ export const BuildSchema = z
         "A kubernetes.io/dockerconfigjson Secret for the registry. Default: the operator's --default-push-secret, if set.",
       ),
     timeout: duration('timeout').default('15m').describe('Deadline of one build Job.'),
+    caSecretRef: z
+      .strictObject({
+        name: matches(253, DNS1123_SUBDOMAIN, 'name must be a Secret name: lowercase letters, digits, "-" and "."'),
+        key: matches(253, CONFIG_KEY, 'key must be a Secret key: letters, digits, "-", "_" and "."')
+          .default('ca.crt')
+          .describe('The key holding the PEM certificates. Default: ca.crt.'),
+      })
+      .optional()
+      .describe(
+        "A Secret in the App namespace with PEM CA certificates the build trusts, besides the system's, for git and the registry (as Flux's certSecretRef).",
+      ),
   })
   .describe('How each commit is built into an image; every setting has a default, and so has build.');
 

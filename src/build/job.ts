@@ -7,6 +7,7 @@ import { LABEL_APP, LABEL_APP_NAMESPACE, LABEL_APP_UID, LABEL_MANAGED_BY, MANAGE
 import { ownerReference } from '../app/owner.ts';
 import type { App } from '../app/schema.ts';
 import type { BuildImages } from './images.ts';
+import { type BuildNetwork, type KeyRef, proxyEnv } from './network.ts';
 import { type BuildDefaults, imageRepository, pushSecretName } from './registry.ts';
 
 // Where the build's callers have always found them.
@@ -31,6 +32,8 @@ export interface BuildInput {
   defaults?: BuildDefaults;
   /** --build-namespace: the Job runs there, with copies of its Secrets (see buildSecretCopies). */
   buildNamespace?: string;
+  /** The operator's CA ConfigMap and proxy for every build. */
+  network?: BuildNetwork;
 }
 
 /** A Secret of the App's namespace copied into the build namespace for one Job, owned by it. */
@@ -39,6 +42,8 @@ export interface BuildSecretCopy {
   source: string;
   /** The copy's name in the build namespace. */
   name: string;
+  /** Only these keys are copied (a CA Secret may hold a private key beside its ca.crt); all when unset. */
+  keys?: string[];
 }
 
 /** The engine, Dockerfile, context path and target: a commit built with other settings is another image. */
@@ -46,7 +51,11 @@ export function buildSpecHash(app: App, defaults: BuildDefaults = {}): string {
   const build = app.spec.build;
   const git = app.spec.source?.git;
   const repository = imageRepository(app, defaults);
-  return sha(JSON.stringify([build?.engine, build?.dockerfile, repository, git?.url, git?.path])).slice(0, 5);
+  const fields: unknown[] = [build?.engine, build?.dockerfile, repository, git?.url, git?.path];
+  // Another CA Secret builds the commit again (a build that failed for want of one is retried);
+  // appended only when set, so the Jobs of Apps without one keep their names.
+  if (build?.caSecretRef) fields.push(build.caSecretRef);
+  return sha(JSON.stringify(fields)).slice(0, 5);
 }
 
 /**
@@ -66,10 +75,16 @@ export function buildJobName(app: App, commit: string, defaults: BuildDefaults =
  * The Secrets a build in the build namespace reads, copied there from the App's namespace:
  * named after its Job (unique in that namespace), so a copy never collides with another App's.
  */
-export function buildSecretCopies(jobName: string, gitSecret?: string, pushSecret?: string): BuildSecretCopy[] {
+export function buildSecretCopies(
+  jobName: string,
+  gitSecret?: string,
+  pushSecret?: string,
+  caSecret?: KeyRef,
+): BuildSecretCopy[] {
   return [
     ...(gitSecret ? [{ source: gitSecret, name: `${jobName}-git` }] : []),
     ...(pushSecret ? [{ source: pushSecret, name: `${jobName}-push` }] : []),
+    ...(caSecret ? [{ source: caSecret.name, name: `${jobName}-ca`, keys: [caSecret.key] }] : []),
   ];
 }
 
@@ -116,7 +131,35 @@ interface PodInput {
   gitSecretKeys: ReadonlySet<string>;
   /** The description of the build, for `kubectl describe` and the build script; no secret here. */
   describe: object[];
+  /** The CAs to trust besides the system's: a projected volume of one file each. */
+  ca: object | undefined;
+  /** HTTP_PROXY and its kin, from the operator's flags. */
+  proxy: { name: string; value: string }[];
 }
+
+/** The CA volume's name in a build pod. */
+const CA_VOLUME = 'teal-ca';
+
+/**
+ * The build's CAs as one folder, a file each: the App's Secret (its copy in the build namespace)
+ * and the operator's ConfigMap (read where the build runs). Undefined without either.
+ */
+function caVolume(secret: KeyRef | undefined, configMap: KeyRef | undefined): object | undefined {
+  if (!secret && !configMap) return undefined;
+  const sources = [
+    ...(secret ? [{ secret: { name: secret.name, items: [{ key: secret.key, path: 'app-ca.crt' }] } }] : []),
+    ...(configMap
+      ? [{ configMap: { name: configMap.name, items: [{ key: configMap.key, path: 'cluster-ca.crt' }] } }]
+      : []),
+  ];
+  return { name: CA_VOLUME, projected: { defaultMode: 0o444, sources } };
+}
+
+/** Where kaniko's executor image keeps the system CAs: its own SSL_CERT_DIR, which a pod's SSL_CERT_DIR replaces. */
+const KANIKO_SYSTEM_CERTS = '/kaniko/ssl/certs';
+/** Under /kaniko, which kaniko leaves out of the image it builds. */
+const KANIKO_CA_DIR = '/kaniko/teal-ca';
+const BUILDKIT_CA_DIR = '/home/user/.teal-ca';
 
 interface BuildPod {
   container: object;
@@ -139,9 +182,15 @@ function registryMount(pushSecret: string | undefined, mountPath: string) {
   };
 }
 
-/** kaniko: its executor's own flags; git over https with the Secret's username and password. */
+/**
+ * kaniko: its executor's own flags; git over https with the Secret's username and password.
+ * Its git (go-git) and registry clients are Go's: SSL_CERT_DIR names the image's CA folder and
+ * then the build's, so both are trusted; they take the proxy from the environment, and each
+ * proxy variable is a --build-arg read from it for the Dockerfile's RUN steps.
+ */
 function kanikoPod(p: PodInput): BuildPod {
   const registry = registryMount(p.pushSecret, '/kaniko/.docker');
+  const caMounts = p.ca ? [{ name: CA_VOLUME, mountPath: KANIKO_CA_DIR, readOnly: true }] : [];
   const container = {
     name: BUILD_CONTAINER,
     image: p.engineImage,
@@ -151,17 +200,20 @@ function kanikoPod(p: PodInput): BuildPod {
       `--dockerfile=${p.dockerfile}`,
       `--destination=${p.image}`,
       '--digest-file=/dev/termination-log',
+      ...p.proxy.map((e) => `--build-arg=${e.name}`),
     ],
     env: [
       ...p.describe,
       ...(p.gitSecret
         ? [secretEnv('GIT_USERNAME', p.gitSecret, 'username'), secretEnv('GIT_PASSWORD', p.gitSecret, 'password')]
         : []),
+      ...(p.ca ? [{ name: 'SSL_CERT_DIR', value: `${KANIKO_SYSTEM_CERTS}:${KANIKO_CA_DIR}` }] : []),
+      ...p.proxy,
     ],
-    volumeMounts: registry.mounts,
+    volumeMounts: [...registry.mounts, ...caMounts],
     terminationMessagePolicy: 'FallbackToLogsOnError',
   };
-  return { container, volumes: registry.volumes };
+  return { container, volumes: [...registry.volumes, ...(p.ca ? [p.ca] : [])] };
 }
 
 // A fixed script: every value comes from the environment, quoted, so nothing user-given is parsed by the shell.
@@ -169,6 +221,21 @@ const BUILDKIT_SCRIPT = [
   'set -eu',
   'set -- --frontend dockerfile.v0 --opt "context=$TEAL_CONTEXT" --opt "filename=$TEAL_DOCKERFILE"',
   'set -- "$@" --output "type=image,name=$TEAL_IMAGE,push=true" --metadata-file /tmp/metadata.json',
+  // The proxy for the Dockerfile's RUN steps too: Docker's predefined proxy ARGs, kept out of the image's history.
+  'for v in HTTP_PROXY HTTPS_PROXY NO_PROXY http_proxy https_proxy no_proxy; do',
+  '  x=$(printenv "$v" || true); if [ -n "$x" ]; then set -- "$@" --opt "build-arg:$v=$x"; fi',
+  'done',
+  // Private CAs: buildkitd's registry client (Go) and its git (curl) read the system bundle, and BuildKit runs
+  // git with an environment of its own (no GIT_SSL_CAINFO gets through). So buildkitd starts through a wrapper
+  // that binds the system bundle plus the build's CAs over the system bundle, in rootlesskit's own mount
+  // namespace, where the image's user is root: the pod's filesystem is untouched.
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion, not a template
+  'if [ -n "${TEAL_CA_DIR:-}" ]; then',
+  '  export TEAL_CA_BUNDLE="$HOME/.teal-ca-bundle.crt"',
+  '  { cat /etc/ssl/certs/ca-certificates.crt 2>/dev/null || true; cat "$TEAL_CA_DIR"/*.crt; } > "$TEAL_CA_BUNDLE"',
+  String.raw`  printf '%s\n' '#!/bin/sh' 'mount -o bind "$TEAL_CA_BUNDLE" /etc/ssl/certs/ca-certificates.crt || exit 1' 'exec buildkitd "$@"' > "$HOME/.teal-buildkitd"`,
+  '  chmod +x "$HOME/.teal-buildkitd"; export BUILDKITD="$HOME/.teal-buildkitd"',
+  'fi',
   // The git Secret as BuildKit's GIT_AUTH_HEADER (its GIT_AUTH_TOKEN would send the user as x-access-token):
   // bearer with bearerToken, basic with username and password, else the password as a token.
   // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion, not a template
@@ -219,6 +286,8 @@ function buildkitPod(p: PodInput): BuildPod {
       { name: 'TEAL_CONTEXT', value: buildkitContext(p.git.url, p.commit, p.git.path) },
       { name: 'BUILDKITD_FLAGS', value: '--oci-worker-no-process-sandbox' },
       { name: 'DOCKER_CONFIG', value: '/home/user/.docker' },
+      ...(p.ca ? [{ name: 'TEAL_CA_DIR', value: BUILDKIT_CA_DIR }] : []),
+      ...p.proxy,
       ...(p.gitSecret && !ssh
         ? [
             secretEnv('GIT_USERNAME', p.gitSecret, 'username'),
@@ -236,17 +305,23 @@ function buildkitPod(p: PodInput): BuildPod {
     volumeMounts: [
       ...registry.mounts,
       ...(ssh ? [ssh.mount] : []),
+      ...(p.ca ? [{ name: CA_VOLUME, mountPath: BUILDKIT_CA_DIR, readOnly: true }] : []),
       { name: 'buildkitd', mountPath: '/home/user/.local/share/buildkit' },
     ],
     terminationMessagePolicy: 'FallbackToLogsOnError',
   };
-  const volumes = [...registry.volumes, ...(ssh ? [ssh.volume] : []), { name: 'buildkitd', emptyDir: {} }];
+  const volumes = [
+    ...registry.volumes,
+    ...(ssh ? [ssh.volume] : []),
+    ...(p.ca ? [p.ca] : []),
+    { name: 'buildkitd', emptyDir: {} },
+  ];
   // The Secret volumes' files are root's; fsGroup gives them BuildKit's group, so uid 1000 can read its ssh key.
   return { container, volumes, securityContext: { fsGroup: 1000 } };
 }
 
 export function buildJobManifest(input: BuildInput) {
-  const { app, commit, ref, images, defaults = {}, buildNamespace } = input;
+  const { app, commit, ref, images, defaults = {}, buildNamespace, network = {} } = input;
   const build = app.spec.build;
   const git = app.spec.source?.git;
   const repository = imageRepository(app, defaults);
@@ -268,7 +343,8 @@ export function buildJobManifest(input: BuildInput) {
   };
   const gitSource = git.secretRef?.name;
   const pushSource = pushSecretName(app, defaults);
-  const copies = buildNamespace === undefined ? [] : buildSecretCopies(name, gitSource, pushSource);
+  const caSource = build.caSecretRef;
+  const copies = buildNamespace === undefined ? [] : buildSecretCopies(name, gitSource, pushSource, caSource);
   const copyOf = (source: string | undefined) =>
     source === undefined ? undefined : (copies.find((c) => c.source === source)?.name ?? source);
   const kaniko = build.engine === 'kaniko';
@@ -282,6 +358,11 @@ export function buildJobManifest(input: BuildInput) {
     pushSecret: copyOf(pushSource),
     gitSecret: copyOf(gitSource),
     gitSecretKeys: new Set(input.gitSecretKeys ?? []),
+    ca: caVolume(
+      caSource && { name: copies.find((c) => c.keys)?.name ?? caSource.name, key: caSource.key },
+      network.caConfigMap,
+    ),
+    proxy: proxyEnv(network.proxy),
     describe: [
       { name: 'TEAL_COMMIT', value: commit },
       { name: 'TEAL_IMAGE', value: image },
@@ -351,7 +432,10 @@ export function buildSecretCopyManifest(
         },
       ],
     },
-    type: source.type ?? 'Opaque',
-    data: source.data,
+    // Some keys only: a kubernetes.io/tls Secret's type would require the tls.key left behind.
+    type: copy.keys ? 'Opaque' : (source.type ?? 'Opaque'),
+    data: copy.keys
+      ? Object.fromEntries(copy.keys.flatMap((k) => (k in source.data ? [[k, source.data[k]]] : [])))
+      : source.data,
   };
 }

@@ -1,7 +1,8 @@
 // The one rule for credentials in a build's log, which `kubectl teal logs` and
 // the dashboard's build log (api/build-log.ts) both apply to every line before
 // it is shown: the credentials the build pod was given (the git Secret's
-// password, token or ssh key; the push Secret's registry auths) are masked in
+// password, token or ssh key; the push Secret's registry auths; the password
+// of a proxy URL in its environment, from --build-*-proxy) are masked in
 // every encoding app/mask.ts knows (plain, percent-encoded, JSON-escaped,
 // base64, as in `Basic base64(user:password)`), and so are any URL's userinfo
 // and any Authorization header's value, whoever's they are. A build echoes
@@ -9,12 +10,13 @@
 // its URL), so the log is masked as it is read, never trusted.
 import { MASK, masker } from '../app/mask.ts';
 import { SECRET_KEYS } from '../git/credentials.ts';
+import { proxyCredentials } from './network.ts';
 
 /** The part of a pod spec that names the Secrets it reads. */
 export interface PodSecretRefs {
   spec?: {
     volumes?: { secret?: { secretName?: string } }[];
-    containers?: { env?: { valueFrom?: { secretKeyRef?: { name?: string } } }[] }[];
+    containers?: { env?: { name?: string; value?: string; valueFrom?: { secretKeyRef?: { name?: string } } }[] }[];
   };
 }
 
@@ -27,6 +29,17 @@ export function podSecretNames(pod: PodSecretRefs): string[] {
       if (env.valueFrom?.secretKeyRef?.name) names.add(env.valueFrom.secretKeyRef.name);
   }
   return [...names];
+}
+
+/** The environment variables that carry a proxy URL (the operator's --build-*-proxy flags), in any case. */
+const PROXY_ENV = /^(https?|all)_proxy$/i;
+
+/** The credentials in the proxy URLs a build pod was given in its environment (user:password@ of a proxy). */
+export function podProxyCredentials(pod: PodSecretRefs): string[] {
+  const urls = (pod.spec?.containers ?? []).flatMap((c) =>
+    (c.env ?? []).filter((e) => PROXY_ENV.test(e.name ?? '')).map((e) => e.value),
+  );
+  return proxyCredentials(urls);
 }
 
 /** The keys of a git Secret that hold a credential (not username, known_hosts or ca.crt, which are no secret). */

@@ -3,6 +3,7 @@
 // supersede running older ones, keep a short history, and report status.
 
 import type { ValueProblem } from '../app/cluster-values.ts';
+import { masker } from '../app/mask.ts';
 import type { App, AppStatus } from '../app/schema.ts';
 import { parseGitUrl } from '../git/url.ts';
 import type { BuildImages } from './images.ts';
@@ -13,6 +14,7 @@ import {
   buildSecretCopies,
   buildSpecHash,
 } from './job.ts';
+import { type BuildNetwork, proxyCredentials } from './network.ts';
 import { type BuildDefaults, imageRepository, pushSecretName } from './registry.ts';
 
 /** Build Jobs: what the build planner asks of the cluster (the controller's executor writes them). */
@@ -89,6 +91,10 @@ export interface BuildPlanInput {
   defaults?: BuildDefaults;
   /** --build-namespace: where build Jobs run. */
   buildNamespace?: string;
+  /** The operator's CA ConfigMap and proxy for every build. */
+  network?: BuildNetwork;
+  /** Why a CA the build is to trust cannot be (caSourceProblem), read when a Job is to be made. */
+  caProblem?: string;
 }
 
 const gitProtocol = (url: string): string | undefined => {
@@ -185,7 +191,7 @@ export function planBuild(input: BuildPlanInput): BuildPlan {
   );
 
   if (!current) {
-    const refused = credentialProblem(app, input.gitSecretKeys);
+    const refused = input.caProblem ?? credentialProblem(app, input.gitSecretKeys);
     if (refused) {
       return {
         actions,
@@ -202,6 +208,7 @@ export function planBuild(input: BuildPlanInput): BuildPlan {
       defaults,
       ...(input.gitSecretKeys ? { gitSecretKeys: input.gitSecretKeys } : {}),
       ...(input.buildNamespace !== undefined ? { buildNamespace: input.buildNamespace } : {}),
+      ...(input.network ? { network: input.network } : {}),
     });
     actions.push({ kind: 'createJob', manifest });
     return {
@@ -213,7 +220,12 @@ export function planBuild(input: BuildPlanInput): BuildPlan {
 
   if (current.suspended) {
     // Made in the build namespace, it waits for its Secret copies (a restart may come between the two).
-    const copies = buildSecretCopies(current.name, app.spec.source?.git.secretRef?.name, pushSecretName(app, defaults));
+    const copies = buildSecretCopies(
+      current.name,
+      app.spec.source?.git.secretRef?.name,
+      pushSecretName(app, defaults),
+      app.spec.build?.caSecretRef,
+    );
     actions.push({
       kind: 'startJob',
       namespace: current.namespace,
@@ -245,7 +257,9 @@ export function planBuild(input: BuildPlanInput): BuildPlan {
   }
   if (current.outcome === 'Failed') {
     const logs = usageError(pod?.message ?? '') ?? lastLines(pod?.message ?? '');
-    const failure = [current.failureMessage, logs].filter(Boolean).join(': ') || 'the build Job failed';
+    // The log's tail goes to status and Events: a proxy's password (or any URL's userinfo) never does.
+    const mask = masker(proxyCredentials([input.network?.proxy?.http, input.network?.proxy?.https]));
+    const failure = mask([current.failureMessage, logs].filter(Boolean).join(': ') || 'the build Job failed');
     return { actions, build: { ...base, phase: 'Failed', message: failure }, running: false, failure };
   }
   const phase = pod?.phase === 'Running' ? 'Running' : 'Pending';

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { CachedApp } from '../app/cached.ts';
 import { ANN_REFRESH, readRefreshRequest } from '../app/intents.ts';
 import type { BuildImages } from '../build/images.ts';
+import type { BuildNetwork } from '../build/network.ts';
 import type { BuildDefaults } from '../build/registry.ts';
 import { errorMessage, isConflict } from '../kube/errors.ts';
 import { WorkQueue } from '../kube/workqueue.ts';
@@ -43,6 +44,8 @@ export interface AppControllerOptions {
   buildDefaults?: BuildDefaults;
   /** --build-namespace: where build Jobs run, away from their Apps. */
   buildNamespace?: string;
+  /** --build-ca-configmap and the build proxy flags. */
+  buildNetwork?: BuildNetwork;
   checkGitUrl: (url: string) => string | undefined;
   /** What web and Prometheus checks and notifications connect with (main.ts: --egress-allow judges it). */
   fetch?: typeof fetch;
@@ -170,6 +173,7 @@ export class AppController {
       checkGitUrl: options.checkGitUrl,
       ...(options.buildDefaults ? { buildDefaults: options.buildDefaults } : {}),
       ...(options.buildNamespace !== undefined ? { buildNamespace: options.buildNamespace } : {}),
+      ...(options.buildNetwork ? { buildNetwork: options.buildNetwork } : {}),
       ...(options.metrics ? { metrics: options.metrics } : {}),
     });
     this.watch(enqueue);

@@ -19,6 +19,7 @@ import { ANALYSIS_FIELD, type App, type AppStatus } from '../app/schema.ts';
 import { validateApp } from '../app/validate.ts';
 import type { BuildImages } from '../build/images.ts';
 import { buildSpecHash } from '../build/job.ts';
+import { type BuildNetwork, type CaSource, caSourceProblem } from '../build/network.ts';
 import { type BuildPlan, orphanedJobs, planBuild } from '../build/plan.ts';
 import type { BuildDefaults } from '../build/registry.ts';
 import {
@@ -109,6 +110,8 @@ export interface ReconcilerOptions {
   buildDefaults?: BuildDefaults;
   /** --build-namespace: where build Jobs run, away from their Apps. */
   buildNamespace?: string;
+  /** --build-ca-configmap and the build proxy flags. */
+  buildNetwork?: BuildNetwork;
   /** Checks a git URL the schema accepted against the operator's policy (file:// only for local use). */
   checkGitUrl: (url: string) => string | undefined;
   metrics?: Metrics;
@@ -660,12 +663,12 @@ export class Reconciler {
     const secretName = app.spec.source?.git.secretRef?.name;
     const defaults = this.o.buildDefaults;
     const spec = buildSpecHash(app, defaults);
-    // Which credentials the build mounts depends on the Secret's keys: read them only when a Job is to be made
-    // (as planBuild decides: none for this commit and these build settings).
-    const needKeys =
-      commit !== undefined &&
-      secretName !== undefined &&
-      !jobs.some((j) => !j.deleting && j.commit === commit && j.buildSpec === spec);
+    // Which credentials the build mounts depends on the Secret's keys, and its CAs must be certificates: read
+    // them only when a Job is to be made (as planBuild decides: none for this commit and these build settings).
+    const needJob =
+      commit !== undefined && !jobs.some((j) => !j.deleting && j.commit === commit && j.buildSpec === spec);
+    const needKeys = needJob && secretName !== undefined;
+    const caProblem = needJob ? await this.caProblem(app) : undefined;
     const gitSecretKeys = needKeys
       ? ((await reading(`Secret ${namespace}/${secretName}`, this.o.client.readSecretKeys(namespace, secretName))) ??
         [])
@@ -678,7 +681,46 @@ export class Reconciler {
       defaults,
       ...(gitSecretKeys ? { gitSecretKeys } : {}),
       ...(this.o.buildNamespace !== undefined ? { buildNamespace: this.o.buildNamespace } : {}),
+      ...(this.o.buildNetwork ? { network: this.o.buildNetwork } : {}),
+      ...(caProblem ? { caProblem } : {}),
     });
+  }
+
+  /**
+   * Why a CA the App's build is to trust cannot be: its Secret (spec.build.caSecretRef) in the App's
+   * namespace, the operator's ConfigMap (--build-ca-configmap) where the build runs. Read, checked and
+   * dropped: no content is kept or said.
+   */
+  private async caProblem(app: App): Promise<string | undefined> {
+    const namespace = app.metadata.namespace ?? '';
+    const secret = app.spec.build?.caSecretRef;
+    const configMap = this.o.buildNetwork?.caConfigMap;
+    const sources: CaSource[] = [];
+    if (secret) {
+      const found = await reading(
+        `Secret ${namespace}/${secret.name}`,
+        this.o.client.readConfigSource('secret', namespace, secret.name),
+      );
+      const data =
+        found &&
+        Object.fromEntries(Object.entries(found.data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+      sources.push({ field: 'spec.build.caSecretRef', kind: 'Secret', namespace, ref: secret, data });
+    }
+    if (configMap) {
+      const where = this.o.buildNamespace ?? namespace;
+      const found = await reading(
+        `ConfigMap ${where}/${configMap.name}`,
+        this.o.client.readConfigSource('configmap', where, configMap.name),
+      );
+      sources.push({
+        field: '--build-ca-configmap',
+        kind: 'ConfigMap',
+        namespace: where,
+        ref: configMap,
+        data: found?.data,
+      });
+    }
+    return sources.map(caSourceProblem).find((p) => p !== undefined);
   }
 
   /** ReplicaSets, Jobs, Services and EndpointSlices, all from the cache: Teal's own Services and any it may adopt. */

@@ -134,9 +134,10 @@ Event on a shard Lease held by no live member (docs/sharding.md); release namesp
 
 {{/*
 The operator's rights in the build namespace (buildNamespace), in namespaced mode: build Jobs
-(created suspended, started once their Secret copies exist, deleted), their pods and logs, and
-the per-build copies of the git and push Secrets (created, read to check their owner, and read
-for the log's masking). The cluster-wide ClusterRole has these everywhere already.
+(created suspended, started once their Secret copies exist, deleted), their pods and logs, the
+per-build copies of the git, push and CA Secrets (created, read to check their owner, and read
+for the log's masking), and the CA ConfigMap of build.caConfigMap (read before each build). The
+cluster-wide ClusterRole has these everywhere already.
 */}}
 {{- define "teal.buildNamespaceRules" -}}
 - apiGroups: ["batch"]
@@ -151,4 +152,7 @@ for the log's masking). The cluster-wide ClusterRole has these everywhere alread
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["get", "create"]
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["get"]
 {{- end -}}

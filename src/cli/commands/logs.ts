@@ -16,7 +16,7 @@ import { measurementKey } from '../../analysis/run.ts';
 import type { AppAnalysisRun } from '../../app/schema.ts';
 import { LABEL_COMMIT } from '../../build/job.ts';
 import { LineSplitter } from '../../build/log-lines.ts';
-import { credentialsOf, logScrubber, podSecretNames } from '../../build/log-scrub.ts';
+import { credentialsOf, logScrubber, podProxyCredentials, podSecretNames } from '../../build/log-scrub.ts';
 import { apiStatusOf, ignoreNotFound } from '../../kube/errors.ts';
 import { CliError, EXIT, UsageError } from '../errors.ts';
 import { explain } from '../explain.ts';
@@ -193,7 +193,7 @@ async function podCredentials(session: Session, ns: string, pod: V1Pod): Promise
       ),
     ),
   );
-  return credentialsOf(secrets);
+  return [...credentialsOf(secrets), ...podProxyCredentials(pod)];
 }
 
 /** Says why there are no logs, and shows the termination message when there is one. */
