@@ -5,6 +5,8 @@
 // provider: it is validated where it is read, never trusted to be a safe name.
 
 // The providers are part of the App's schema (spec.previews.provider), said there once.
+import type { PreviewProvider } from '../app/previews-schema.ts';
+
 export { DEFAULT_API_URLS, PREVIEW_PROVIDERS, type PreviewProvider } from '../app/previews-schema.ts';
 
 export interface PullRequest {
@@ -23,6 +25,12 @@ export interface PullRequest {
   fromFork: boolean;
   /** The login of whoever opened it. */
   author: string;
+  /**
+   * Where to fetch headRef from when the base repository does not serve it:
+   * Bitbucket Cloud has no pull refs, so a fork's head is a branch of the fork.
+   * Absent everywhere else.
+   */
+  headCloneUrl?: string;
   /** The page a person opens to see it. */
   webUrl: string;
   /** When the provider last saw a change to it (ISO 8601). */
@@ -72,6 +80,10 @@ export const PROVIDER_ERROR_REASONS = [
   'Unavailable',
   /** An answer that did not parse as the provider's documented shape. */
   'InvalidResponse',
+  /** 400, 409 or 422: the provider refused the request as sent (a SHA it does not know, ...). */
+  'Rejected',
+  /** The provider has no such thing (Bitbucket Cloud pull requests have no labels). */
+  'Unsupported',
 ] as const;
 export type ProviderErrorReason = (typeof PROVIDER_ERROR_REASONS)[number];
 
@@ -99,6 +111,22 @@ export const COMMIT_STATUS_CONTEXT = 'teal/preview';
 
 /** Marks Teal's one comment on a pull request, so the clients find it again to edit it in place. */
 export const PREVIEW_COMMENT_MARKER = '<!-- teal.dev/preview -->';
+
+// namespace/name of a Kubernetes object: nothing that could end the marker.
+const APP_KEY = /^[a-z0-9]([a-z0-9.-]*[a-z0-9])?\/[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/;
+
+/**
+ * The first line of one App's comment, as the provider clients write and find
+ * it: PREVIEW_COMMENT_MARKER naming the App, so two Apps previewing one
+ * repository (a monorepo) keep a comment each. Bitbucket escapes HTML, so
+ * there it is an empty link reference definition, which CommonMark renders as
+ * nothing. Throws on a key that is not namespace/name (a caller's bug).
+ */
+export function previewCommentMarker(provider: PreviewProvider, appKey: string): string {
+  if (!APP_KEY.test(appKey)) throw new Error(`comment marker: "${appKey}" is not namespace/name`);
+  const marked = PREVIEW_COMMENT_MARKER.replace(' -->', ` app=${appKey} -->`);
+  return provider === 'bitbucket' ? `[//]: # (${marked.slice(5, -4)})` : marked;
+}
 
 /** The states every provider has (GitLab's running and Bitbucket's INPROGRESS are pending). */
 export const COMMIT_STATUS_STATES = ['pending', 'success', 'failure', 'error'] as const;
