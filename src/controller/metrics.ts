@@ -3,6 +3,7 @@
 // names as label values: cardinality stays bounded with 10k Apps.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { WorkqueueMetrics } from '../kube/workqueue.ts';
+import type { ProviderMetrics } from '../previews/providers/index.ts';
 
 const CONTROLLER = 'app';
 const latencyBuckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -194,6 +195,18 @@ export class Metrics {
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [this.registry],
   });
+  readonly previewProviderRequests = new Counter({
+    name: 'teal_preview_provider_requests_total',
+    help: "Requests to the previews' git hosts' APIs, by provider and answer: the HTTP status (304: answered from Teal's cache, free on GitHub), or network, timeout, refused (--egress-allow)",
+    labelNames: ['provider', 'code'],
+    registers: [this.registry],
+  });
+  readonly previewRateLimitRemaining = new Gauge({
+    name: 'teal_preview_provider_rate_limit_remaining',
+    help: "The rate-limit budget a previews' git host last reported (x-ratelimit-remaining, RateLimit-Remaining), by provider",
+    labelNames: ['provider'],
+    registers: [this.registry],
+  });
   readonly apps = new Gauge({
     name: 'teal_apps',
     help: 'Apps by phase',
@@ -210,6 +223,14 @@ export class Metrics {
       queueLatency: (s) => this.wqLatency.observe(labels, s),
       workDuration: (s) => this.wqWork.observe(labels, s),
       retry: () => this.wqRetries.inc(labels),
+    };
+  }
+
+  /** Hooks for the previews' provider clients (src/previews/providers/http.ts). */
+  previewProviders(): ProviderMetrics {
+    return {
+      request: (provider, code) => this.previewProviderRequests.inc({ provider, code }),
+      rateLimitRemaining: (provider, remaining) => this.previewRateLimitRemaining.set({ provider }, remaining),
     };
   }
 

@@ -1,0 +1,213 @@
+// GitLab's REST API v4 (docs.gitlab.com/api): merge requests, members,
+// resource label events, commit statuses, merge request notes. The project is
+// named by its full path, URL-encoded as one segment.
+import { z } from 'zod';
+import {
+  COMMIT_STATUS_CONTEXT,
+  type CommitStatus,
+  type CommitStatusState,
+  type PullRequest,
+  type RepositoryPermission,
+} from '../pull-request.ts';
+import {
+  BaseHost,
+  type CommentCalls,
+  type HostOptions,
+  type LabelEvent,
+  lastLabeler,
+  noneWhenNotFound,
+  parseItems,
+  parseReply,
+  SHA,
+} from './base.ts';
+import type { PostedComment } from './comment.ts';
+import { failure, type HostResult, type LabelAddition, ok, type PreviewHost } from './host.ts';
+import { nextLink, type Reply } from './http.ts';
+import { checkedStatus } from './status.ts';
+
+export const GitLabMergeRequest = z.object({
+  iid: z.number().int().positive(),
+  title: z.string(),
+  sha: z.string().regex(SHA),
+  source_branch: z.string(),
+  target_branch: z.string(),
+  source_project_id: z.number(),
+  target_project_id: z.number(),
+  labels: z.array(z.union([z.string(), z.object({ name: z.string() })])),
+  draft: z.boolean().optional(),
+  work_in_progress: z.boolean().optional(),
+  author: z.object({ username: z.string() }).nullable(),
+  web_url: z.string(),
+  updated_at: z.string(),
+});
+
+export function gitlabPullRequest(m: z.output<typeof GitLabMergeRequest>): PullRequest {
+  return {
+    number: m.iid,
+    title: m.title,
+    headSha: m.sha,
+    headRef: `refs/merge-requests/${m.iid}/head`,
+    baseBranch: m.target_branch,
+    // with_labels_details=true gives objects; the default gives names.
+    labels: m.labels.map((l) => (typeof l === 'string' ? l : l.name)),
+    // draft since GitLab 14.0; work_in_progress before it.
+    draft: m.draft ?? m.work_in_progress ?? false,
+    fromFork: m.source_project_id !== m.target_project_id,
+    author: m.author?.username ?? '',
+    webUrl: m.web_url,
+    updatedAt: m.updated_at,
+  };
+}
+
+/** GitLab's access levels: 50 owner, 40 maintainer, 30 developer (may push), 20 reporter, 15 planner, 10 guest, 5 minimal. */
+export function gitlabPermission(accessLevel: number): RepositoryPermission {
+  if (accessLevel >= 40) return 'admin';
+  if (accessLevel >= 30) return 'write';
+  return accessLevel >= 10 ? 'read' : 'none';
+}
+
+const LabelEventShape = z.object({
+  action: z.string(),
+  // null when the label was deleted since.
+  label: z.object({ name: z.string() }).nullable(),
+  user: z.object({ username: z.string() }).nullable(),
+  created_at: z.string(),
+});
+
+export function gitlabLabelEvents(events: readonly unknown[]): LabelEvent[] {
+  return events.flatMap((raw) => {
+    const e = LabelEventShape.safeParse(raw);
+    if (!e.success || !e.data.label || (e.data.action !== 'add' && e.data.action !== 'remove')) return [];
+    return [
+      {
+        added: e.data.action === 'add',
+        label: e.data.label.name,
+        by: e.data.user?.username ?? '',
+        at: e.data.created_at,
+      },
+    ];
+  });
+}
+
+const Note = z.object({
+  id: z.number(),
+  body: z.string(),
+  system: z.boolean().optional(),
+  author: z.object({ username: z.string() }).nullable(),
+});
+
+export function gitlabComments(items: readonly unknown[]): PostedComment[] {
+  return items.flatMap((raw) => {
+    const n = Note.safeParse(raw);
+    if (!n.success || n.data.system) return [];
+    return [{ id: String(n.data.id), body: n.data.body, author: n.data.author?.username ?? '' }];
+  });
+}
+
+/** GitLab's states; "running" says building or deploying better than its "pending" (queued). */
+const STATES: Readonly<Record<CommitStatusState, string>> = {
+  pending: 'running',
+  success: 'success',
+  failure: 'failed',
+  error: 'failed',
+};
+
+/** GitLab refuses a status in the state it already has: the status is as asked. */
+const alreadyInState = (status: number, text: string) => status === 400 && /cannot transition status/i.test(text);
+
+const asList = (json: unknown) => (Array.isArray(json) ? json : undefined);
+const next = (reply: Reply) => nextLink(reply.header('link'), reply.url);
+const PAGE = { per_page: '100' };
+
+export class GitLabHost extends BaseHost implements PreviewHost {
+  constructor(o: HostOptions) {
+    super(o, ['authorization', `Bearer ${o.token}`]);
+  }
+
+  private path(rest: string): string {
+    return `projects/${encodeURIComponent(this.repo.join('/'))}/${rest}`;
+  }
+
+  async listOpen(): Promise<HostResult<PullRequest[]>> {
+    const query = { state: 'opened', ...PAGE };
+    const items = await this.http.pages(
+      { op: 'listing merge requests', path: this.path('merge_requests'), query },
+      asList,
+      next,
+    );
+    return items.ok ? parseItems('gitlab', items.value, GitLabMergeRequest, gitlabPullRequest) : items;
+  }
+
+  async permission(login: string): Promise<HostResult<RepositoryPermission>> {
+    const op = 'reading a permission';
+    const users = await this.send({ op, path: 'users', query: { username: login } });
+    if (!users.ok) return users;
+    const found = parseReply(
+      'gitlab',
+      op,
+      users.value.json,
+      z.array(z.object({ id: z.number(), username: z.string() })),
+    );
+    if (!found.ok) return found;
+    const user = found.value.find((u) => u.username.toLowerCase() === login.toLowerCase());
+    if (!user) return ok('none');
+    const member = await this.send({ op, path: this.path(`members/all/${user.id}`) });
+    if (!member.ok) return noneWhenNotFound(member, 'none');
+    const level = parseReply('gitlab', op, member.value.json, z.object({ access_level: z.number() }));
+    return level.ok ? ok(gitlabPermission(level.value.access_level)) : level;
+  }
+
+  async labelAddedBy(number: number, label: string): Promise<HostResult<LabelAddition | undefined>> {
+    const call = { op: 'reading label events', path: this.path(`merge_requests/${number}/resource_label_events`) };
+    const events = await this.http.pages({ ...call, query: PAGE }, asList, next);
+    return events.ok ? ok(lastLabeler(gitlabLabelEvents(events.value), label)) : events;
+  }
+
+  async setStatus(sha: string, status: CommitStatus): Promise<HostResult<void>> {
+    if (!SHA.test(sha)) return failure('Rejected', 'gitlab: setting a status: not a commit SHA');
+    const s = checkedStatus(status);
+    const body = {
+      state: STATES[s.state],
+      description: s.description,
+      name: COMMIT_STATUS_CONTEXT,
+      target_url: s.targetUrl,
+    };
+    const call = { op: 'setting a status', method: 'POST' as const, body, alreadyDone: alreadyInState };
+    const reply = await this.send({ ...call, path: this.path(`statuses/${sha}`) });
+    return reply.ok ? ok(undefined) : reply;
+  }
+
+  protected commentCalls(): CommentCalls {
+    const notes = (number: number) => this.path(`merge_requests/${number}/notes`);
+    return {
+      list: async (number) => {
+        const query = { ...PAGE, sort: 'asc', order_by: 'created_at' };
+        const items = await this.http.pages({ op: 'listing notes', path: notes(number), query }, asList, next);
+        return items.ok ? ok(gitlabComments(items.value)) : items;
+      },
+      create: async (number, body) => {
+        const op = 'posting the comment';
+        const reply = await this.send({ op, method: 'POST', path: notes(number), body: { body } });
+        if (!reply.ok) return reply;
+        const parsed = parseReply('gitlab', op, reply.value.json, z.object({ id: z.number() }));
+        return parsed.ok ? ok(String(parsed.value.id)) : parsed;
+      },
+      edit: async (number, id, body) => {
+        const path = `${notes(number)}/${encodeURIComponent(id)}`;
+        const reply = await this.send({ op: 'editing the comment', method: 'PUT', path, body: { body } });
+        return reply.ok ? ok(undefined) : reply;
+      },
+      self: async () => {
+        const reply = await this.send({ op: 'reading the token user', path: 'user' });
+        if (!reply.ok) return reply;
+        const parsed = parseReply(
+          'gitlab',
+          'reading the token user',
+          reply.value.json,
+          z.object({ username: z.string() }),
+        );
+        return parsed.ok ? ok(parsed.value.username) : parsed;
+      },
+    };
+  }
+}
