@@ -6,6 +6,7 @@
 // server in test/e2e/previews-gitea-client.test.ts).
 import { afterEach, describe, expect, it } from 'vitest';
 import { type HostDeps, type HostSpec, previewHost } from '../../src/previews/providers/index.ts';
+import { pollListing } from '../../src/previews/providers/listing.ts';
 import { previewCommentMarker } from '../../src/previews/pull-request.ts';
 import { type FakeHost, fakeHost, on, type Route, recordingMetrics } from '../support/provider-fake.ts';
 import { bitbucketPull, githubPull, gitlabMr, SHA1, SHA2 } from '../support/provider-payloads.ts';
@@ -410,5 +411,69 @@ describe('metrics', () => {
     expect(text).toContain('teal_preview_provider_requests_total{provider="github",code="304"} 1');
     expect(text).toContain('teal_preview_provider_rate_limit_remaining{provider="github"} 4990');
     expect(text).not.toContain(TOKEN);
+  });
+});
+
+describe('pollListing (contract)', () => {
+  it("GitLab: a fork's approval is pinned to the head pushed before the label, from the merge request versions", async () => {
+    const project = '/projects/group%2Fshop';
+    const fork = gitlabMr({ iid: 5, source_project_id: 99, labels: ['Preview-OK'], sha: SHA2 });
+    const own = gitlabMr({ iid: 6, labels: ['preview-ok'] });
+    const host = await serve(
+      on('GET', `${project}/merge_requests`, () => ({ body: [fork, own] })),
+      on('GET', `${project}/merge_requests/5/resource_label_events`, () => ({
+        body: [
+          {
+            action: 'add',
+            label: { name: 'preview-ok' },
+            user: { username: 'lead' },
+            created_at: '2026-11-21T10:00:00.000Z',
+          },
+        ],
+      })),
+      on('GET', '/users', () => ({ body: [{ id: 7, username: 'lead' }] })),
+      on('GET', `${project}/members/all/7`, () => ({ body: { access_level: 40 } })),
+      // Newest first, as GitLab lists them: the push after the label is not what was approved.
+      on('GET', `${project}/merge_requests/5/versions`, () => ({
+        body: [
+          { id: 3, head_commit_sha: SHA2, created_at: '2026-11-21T10:05:00.000Z' },
+          { id: 2, head_commit_sha: SHA1, created_at: '2026-11-21T09:00:00.000Z' },
+          { id: 1, head_commit_sha: 'a'.repeat(40), created_at: '2026-11-21T08:00:00.000Z' },
+        ],
+      })),
+    );
+    const gitlab = client(host, { provider: 'gitlab', repository: 'group/shop' });
+    const listing = await pollListing(gitlab, 'preview-ok');
+    expect(listing.ok && listing.approvals).toEqual([
+      { number: 5, label: 'preview-ok', by: 'lead', at: '2026-11-21T10:00:00.000Z', permission: 'admin', sha: SHA1 },
+    ]);
+    expect(listing.ok && listing.pullRequests.map((p) => p.number)).toEqual([5, 6]);
+    // Not a fork: no approval asked for.
+    expect(host.requests.some((r) => r.path.includes('/merge_requests/6/'))).toBe(false);
+  });
+
+  it("GitHub: the approval carries the head seen at this poll; a label taken off gives none; an error is the listing's", async () => {
+    const fork = (n: number) => githubPull({ number: n, labels: [{ name: 'ok-to-preview' }] });
+    const host = await serve(
+      on('GET', '/repos/acme/shop/pulls', () => ({ body: [fork(1), fork(2)] })),
+      on('GET', '/repos/acme/shop/issues/1/events', () => ({
+        body: [{ event: 'labeled', actor: { login: 'eve' }, label: { name: 'ok-to-preview' }, created_at: 't1' }],
+      })),
+      on('GET', '/repos/acme/shop/issues/2/events', () => ({
+        body: [
+          { event: 'labeled', actor: { login: 'lead' }, label: { name: 'ok-to-preview' }, created_at: 't1' },
+          { event: 'unlabeled', actor: { login: 'lead' }, label: { name: 'ok-to-preview' }, created_at: 't2' },
+        ],
+      })),
+      on('GET', '/repos/acme/shop/collaborators/eve/permission', () => ({ body: { permission: 'read' } })),
+    );
+    const listing = await pollListing(client(host, { provider: 'github' }), 'ok-to-preview');
+    expect(listing.ok && listing.approvals).toEqual([
+      { number: 1, label: 'ok-to-preview', by: 'eve', at: 't1', permission: 'read', sha: SHA1 },
+    ]);
+    await host.close();
+    hosts = hosts.filter((h) => h !== host);
+    const down = await pollListing(client(host, { provider: 'github' }), 'ok-to-preview');
+    expect(down.ok || down.error.reason).toBe('Unavailable');
   });
 });

@@ -14,6 +14,7 @@ import {
 import {
   GitLabMergeRequest,
   gitlabComments,
+  gitlabHeadAt,
   gitlabLabelEvents,
   gitlabPermission,
   gitlabPullRequest,
@@ -182,6 +183,17 @@ describe('GitLab merge requests', () => {
       { added: true, label: 'preview', by: 'root', at: '2026-11-20T13:38:20.077Z' },
       { added: false, label: 'preview', by: 'eve', at: '2026-11-20T13:40:00Z' },
     ]);
+  });
+
+  it('versions: the head pushed last at or before a time; none before the first push', () => {
+    const versions = [
+      { id: 2, head_commit_sha: SHA2, created_at: '2026-11-21T10:00:00.000Z' },
+      { id: 1, head_commit_sha: SHA1, created_at: '2026-11-21T09:00:00.000Z' },
+    ];
+    expect(gitlabHeadAt(versions, '2026-11-21T10:00:00.000Z')).toBe(SHA2);
+    expect(gitlabHeadAt(versions, '2026-11-21T09:59:59.999Z')).toBe(SHA1);
+    expect(gitlabHeadAt(versions, '2026-11-21T08:00:00.000Z')).toBeUndefined();
+    expect(gitlabHeadAt(versions, 'not a time')).toBeUndefined();
   });
 
   it('notes: system notes (label changes, pushes) are not comments', () => {

@@ -89,6 +89,21 @@ export function gitlabLabelEvents(events: readonly unknown[]): LabelEvent[] {
   });
 }
 
+const Version = z.object({ head_commit_sha: z.string().regex(SHA), created_at: z.string() });
+
+/** The head of the latest version (push) at or before the time, from GitLab's merge request versions. */
+export function gitlabHeadAt(versions: readonly unknown[], at: string): string | undefined {
+  const when = Date.parse(at);
+  let head: { sha: string; time: number } | undefined;
+  for (const raw of versions) {
+    const v = Version.safeParse(raw);
+    const time = v.success ? Date.parse(v.data.created_at) : Number.NaN;
+    if (!v.success || !(time <= when) || (head && head.time >= time)) continue;
+    head = { sha: v.data.head_commit_sha, time };
+  }
+  return head?.sha;
+}
+
 const Note = z.object({
   id: z.number(),
   body: z.string(),
@@ -161,6 +176,12 @@ export class GitLabHost extends BaseHost implements PreviewHost {
     const call = { op: 'reading label events', path: this.path(`merge_requests/${number}/resource_label_events`) };
     const events = await this.http.pages({ ...call, query: PAGE }, asList, next);
     return events.ok ? ok(lastLabeler(gitlabLabelEvents(events.value), label)) : events;
+  }
+
+  async headAt(number: number, at: string): Promise<HostResult<string | undefined>> {
+    const call = { op: 'reading merge request versions', path: this.path(`merge_requests/${number}/versions`) };
+    const versions = await this.http.pages({ ...call, query: PAGE }, asList, next);
+    return versions.ok ? ok(gitlabHeadAt(versions.value, at)) : versions;
   }
 
   async setStatus(sha: string, status: CommitStatus): Promise<HostResult<void>> {

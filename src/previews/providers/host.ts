@@ -45,6 +45,12 @@ export interface PreviewHost {
    * the body is given without it).
    */
   upsertComment(number: number, body: string): Promise<HostResult<CommentAction>>;
+  /**
+   * The head commit the pull request had at that time, where the host records
+   * pushes server-side (GitLab's merge request versions); undefined when it
+   * had none yet. Absent where the host keeps no such record.
+   */
+  headAt?(number: number, at: string): Promise<HostResult<string | undefined>>;
   /** Epoch ms before which a request would be refused without being sent (0: now). */
   notBefore(): number;
 }
