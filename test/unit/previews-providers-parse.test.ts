@@ -1,7 +1,10 @@
 // Each provider's JSON into the shared PullRequest, label history and comments:
 // payloads shaped as the providers' REST docs show them (fields trimmed, values
 // our own), including the fields Teal must not trust or must not miss.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { parseItems } from '../../src/previews/providers/base.ts';
 import { BitbucketPull, bitbucketComments, bitbucketPullRequest } from '../../src/previews/providers/bitbucket.ts';
 import { GiteaPull, giteaComments, giteaLabelEvents, giteaPullRequest } from '../../src/previews/providers/gitea.ts';
@@ -21,7 +24,44 @@ import {
 } from '../../src/previews/providers/gitlab.ts';
 import { bitbucketPull, giteaPull, githubPull, gitlabMr, SHA1, SHA2 } from '../support/provider-payloads.ts';
 
+// GitHub's own published webhook payloads (@octokit/webhooks-examples): their
+// pull_request objects are the REST API's pull request shape.
+const githubPullExamples = z
+  .array(z.object({ name: z.string(), examples: z.array(z.unknown()) }))
+  .parse(JSON.parse(readFileSync(createRequire(import.meta.url).resolve('@octokit/webhooks-examples'), 'utf8')))
+  .filter((d) => d.name === 'pull_request')
+  .flatMap((d) => z.array(z.object({ action: z.string(), pull_request: z.unknown() })).parse(d.examples));
+
 describe('GitHub pull requests', () => {
+  it("reads every pull request of GitHub's published pull_request webhook examples", () => {
+    expect(githubPullExamples.length).toBeGreaterThan(10);
+    const result = parseItems(
+      'github',
+      githubPullExamples.map((e) => e.pull_request),
+      GitHubPull,
+      githubPullRequest,
+    );
+    expect(result.ok).toBe(true);
+    const labeled = githubPullExamples.findIndex((e) => e.action === 'labeled');
+    expect(result.ok && result.value[labeled]).toEqual({
+      number: 2,
+      title: 'Update the README with new information.',
+      headSha: 'ec26c3e57ca3a959ca5aad62de7213c562f8c821',
+      headRef: 'refs/pull/2/head',
+      baseBranch: 'master',
+      labels: ['bug'],
+      draft: false,
+      fromFork: false,
+      author: 'Codertocat',
+      webUrl: 'https://github.com/Codertocat/Hello-World/pull/2',
+      updatedAt: '2019-05-15T15:20:35Z',
+    });
+    const drafts = githubPullExamples.flatMap((e, i) =>
+      e.action === 'converted_to_draft' && result.ok ? [result.value[i]?.draft] : [],
+    );
+    expect(drafts.length > 0 && drafts.every((d) => d === true)).toBe(true);
+  });
+
   it('reads a fork pull request with its pull ref, labels, draft flag and author', () => {
     const result = parseItems('github', [githubPull()], GitHubPull, githubPullRequest);
     expect(result).toEqual({
