@@ -231,12 +231,15 @@ export interface NodeBaseRecipe extends PythonBaseRecipe {
   npm: string;
   /**
    * CA certificates (PEM) its Node trusts besides its own, through NODE_EXTRA_CA_CERTS:
-   * the machine's own, when its Node is told so (a TLS-inspecting egress proxy in front
-   * of the npm registry, as here); `npm ci` in the build then reaches the registry as
-   * the machine's npm does. Docker Hub's image has none.
+   * the ones this machine's administrator added to its trust (LOCAL_CA_DIR), such as a
+   * TLS-inspecting egress proxy's in front of the npm registry (as here), so that `npm ci`
+   * in the build reaches the registry as the machine's npm does. Docker Hub's image has none.
    */
   extraCaPem?: string;
 }
+
+/** Where Debian's update-ca-certificates takes a machine's own CA certificates from (*.crt, PEM). */
+export const LOCAL_CA_DIR = '/usr/local/share/ca-certificates';
 
 /** Where the stand-in keeps extraCaPem, as NODE_EXTRA_CA_CERTS names it. */
 export const NODE_EXTRA_CA_FILE = '/usr/local/share/teal/host-ca-certificates.pem';
@@ -247,7 +250,7 @@ const NODE_RECIPE = 1;
 /**
  * The recipe from this checkout: node_modules/node's version and binary, npm as
  * versions.env pins it for that Node (NODE_NPM_VERSION, NODE_NPM_NODE), and the
- * machine's NODE_EXTRA_CA_CERTS file when it has one.
+ * machine's own CA certificates when it has some.
  */
 export async function nodeBaseRecipe(repoRoot: string, versions: Map<string, string>): Promise<NodeBaseRecipe> {
   const pkg = JSON.parse(await readFile(join(repoRoot, 'node_modules/node/package.json'), 'utf8')) as {
@@ -261,8 +264,7 @@ export async function nodeBaseRecipe(repoRoot: string, versions: Map<string, str
         `set both to the npm that Node ${pkg.version} bundles (its CHANGELOG.md: "deps: upgrade npm to ...")`,
     );
   }
-  const caFile = process.env.NODE_EXTRA_CA_CERTS;
-  const extraCaPem = caFile && existsSync(caFile) ? await readFile(caFile, 'utf8') : undefined;
+  const extraCaPem = await localCaPem();
   return {
     suite: 'bookworm',
     include: [],
@@ -270,6 +272,14 @@ export async function nodeBaseRecipe(repoRoot: string, versions: Map<string, str
     npm,
     ...(extraCaPem ? { extraCaPem } : {}),
   };
+}
+
+/** The *.crt files of LOCAL_CA_DIR and its folders, in name order, as one PEM; undefined when there are none. */
+export async function localCaPem(dir = LOCAL_CA_DIR): Promise<string | undefined> {
+  if (!existsSync(dir)) return undefined;
+  const names = (await readdir(dir, { recursive: true })).filter((n) => n.endsWith('.crt')).sort();
+  const pems = await Promise.all(names.map((n) => readFile(join(dir, n), 'utf8')));
+  return pems.length > 0 ? `${pems.map((p) => p.trim()).join('\n')}\n` : undefined;
 }
 
 /** The cached layer of a node recipe: named by the Node and npm versions, hashed with the rest. */
