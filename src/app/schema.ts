@@ -18,7 +18,7 @@ import {
   IMAGE_REPOSITORY,
   QUALIFIED_NAME,
 } from './patterns.ts';
-import { PreviewsSchema } from './previews-schema.ts';
+import { PreviewsSchema, PreviewsStatusSchema } from './previews-schema.ts';
 import { matching, type Rule, withRules } from './rules.ts';
 import { REVISION_ENV, TrafficCheckSchema, TrafficCheckStatusSchema } from './traffic-schema.ts';
 
@@ -404,6 +404,7 @@ export const CONDITION_TYPES = [
   'ConfigCopyMissing',
   'SwitchVerified',
   'TrafficChecked',
+  'PreviewsListed',
   'Ready',
 ] as const;
 
@@ -630,6 +631,7 @@ export const AppStatusSchema = z.strictObject({
   prePromotionAnalysis: AppAnalysisRunSchema.optional(),
   postPromotionAnalysis: AppAnalysisRunSchema.optional(),
   trafficCheck: TrafficCheckStatusSchema.optional(),
+  previews: PreviewsStatusSchema.optional(),
   handledIntents: HandledIntentsSchema.optional(),
   // Counted as Argo Rollouts counts a blue/green Rollout (src/rollout/counts.ts).
   replicas: z.int().min(0).optional().describe('Pods of all revisions.'),

@@ -5,7 +5,7 @@
 // provider: it is validated where it is read, never trusted to be a safe name.
 
 // The providers are part of the App's schema (spec.previews.provider), said there once.
-import type { PreviewProvider } from '../app/previews-schema.ts';
+import { COMMIT_STATUS_STATES, type PreviewProvider } from '../app/previews-schema.ts';
 
 export { DEFAULT_API_URLS, PREVIEW_PROVIDERS, type PreviewProvider } from '../app/previews-schema.ts';
 
@@ -128,8 +128,7 @@ export function previewCommentMarker(provider: PreviewProvider, appKey: string):
   return provider === 'bitbucket' ? `[//]: # (${marked.slice(5, -4)})` : marked;
 }
 
-/** The states every provider has (GitLab's running and Bitbucket's INPROGRESS are pending). */
-export const COMMIT_STATUS_STATES = ['pending', 'success', 'failure', 'error'] as const;
+export { COMMIT_STATUS_STATES };
 export type CommitStatusState = (typeof COMMIT_STATUS_STATES)[number];
 
 export interface CommitStatus {
