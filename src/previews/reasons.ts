@@ -1,0 +1,38 @@
+// The reasons the previews planner gives, in one place: on the parent App's
+// PreviewsListed condition, and as the `why` of each action (the executor's
+// Events and logs say them), so alerts and docs can rely on a fixed list.
+
+/** Reasons on the parent App's PreviewsListed condition; a provider failure uses its ProviderErrorReason. */
+export const ListedReason = {
+  /** The pull requests were listed; every preview follows them. */
+  Listed: 'Listed',
+  /** spec.previews has a problem (the InvalidSpec condition names it): nothing is planned. */
+  InvalidSpec: 'InvalidSpec',
+  /** Listed, but some pull requests were skipped: their provider data is not usable (the message says which). */
+  Skipped: 'PullRequestsSkipped',
+} as const;
+
+/** Why a child App is made, changed or deleted, or a label removed: the actions' `why`. */
+export const PreviewReason = {
+  Opened: 'PullRequestOpened',
+  NewCommit: 'NewCommit',
+  /** The parent's spec (or spec.previews) changed what the child should be. */
+  SpecChanged: 'SpecChanged',
+  Closed: 'PullRequestClosed',
+  /** Still open, but no longer matches spec.previews.filter (a label removed, a draft, another target branch). */
+  Unmatched: 'NoLongerMatches',
+  /** A fork under forks.policy ignore. */
+  ForkIgnored: 'ForkIgnored',
+  /** Idle past deleteAfter. */
+  Expired: 'Expired',
+  /** Idle past sleepAfter. */
+  Idle: 'Idle',
+  /** More awake previews than maxActive: the oldest idle ones sleep. */
+  OverMaxActive: 'MaxActive',
+  Woken: 'Woken',
+  /** spec.previews was removed from the parent App. */
+  PreviewsOff: 'PreviewsRemoved',
+  /** The approval label is on a fork whose head commit it does not approve (a new commit, or no write access). */
+  StaleApproval: 'StaleApproval',
+} as const;
+export type PreviewReasonValue = (typeof PreviewReason)[keyof typeof PreviewReason];
