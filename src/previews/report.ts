@@ -7,7 +7,7 @@ import { MASK, withoutUserinfo } from '../app/mask.ts';
 import type { PreviewState } from '../app/previews-schema.ts';
 import type { App } from '../app/schema.ts';
 import { ANN_WAKE } from './labels.ts';
-import { type CommitStatus, PREVIEW_COMMENT_MARKER, type PullRequest } from './pull-request.ts';
+import type { CommitStatus, PullRequest } from './pull-request.ts';
 
 /** A preview's state, with what explains it. */
 export interface StateView {
@@ -168,7 +168,7 @@ const STATE_LINES: Record<PreviewState, string> = {
   Expired: 'Deleted after being idle: a new commit brings it back.',
 };
 
-/** The one comment's body: the marker first, so the provider clients find it again to edit it. */
+/** The one comment's body; the provider clients put the App's marker (previewCommentMarker) above it. */
 export function commentBody(input: CommentInput): string {
   const { pr, view, head, url, name, namespace } = input;
   const state = shownState(input);
@@ -188,7 +188,6 @@ export function commentBody(input: CommentInput): string {
   const failure = state === 'Failed' && view.message ? [preformatted(view.message)] : [];
   const ns = `-n ${namespace}`;
   return [
-    PREVIEW_COMMENT_MARKER,
     `### Preview of #${pr.number}: ${escapeMarkdown(pr.title)}`,
     '',
     `**${STATE_LINES[state]}**`,

@@ -34,6 +34,8 @@ export function pullRequestProblem(pr: PullRequest): string | undefined {
   if (ref !== undefined || !pr.headRef.startsWith('refs/'))
     return `its head ref is not a full git ref (${ref ?? 'no refs/'})`;
   if (!Array.isArray(pr.labels) || pr.labels.some((l) => typeof l !== 'string')) return 'its labels are not strings';
+  // Bitbucket Cloud's fork heads live in the fork only: the child App follows the parent's repository.
+  if (pr.headCloneUrl !== undefined) return 'its head lives in another repository, which previews do not build from';
   return undefined;
 }
 
