@@ -477,3 +477,25 @@ describe('pollListing (contract)', () => {
     expect(down.ok || down.error.reason).toBe('Unavailable');
   });
 });
+
+describe('backoff (contract)', () => {
+  it('after a 502, a request within the backoff fails at once as Unavailable, unsent; after it, it goes', async () => {
+    let now = Date.parse('2026-11-27T06:00:00Z');
+    let answers = 0;
+    const host = await serve(() => (answers++ === 0 ? { status: 502, body: 'bad gateway' } : { body: [] }));
+    const github = client(host, { provider: 'github' }, { now: () => now, random: () => 0 });
+    expect((await github.listOpen()).ok).toBe(false);
+    const waiting = await github.listOpen();
+    expect(waiting).toEqual({
+      ok: false,
+      failure: {
+        reason: 'Unavailable',
+        message: 'github: listing pull requests: backing off after errors until 2026-11-27T06:00:01.000Z',
+        retryAt: '2026-11-27T06:00:01.000Z',
+      },
+    });
+    expect(host.requests).toHaveLength(1);
+    now += 1000;
+    expect(await github.listOpen()).toEqual({ ok: true, value: [] });
+  });
+});

@@ -105,7 +105,8 @@ export abstract class BaseHost {
   protected abstract commentCalls(): CommentCalls;
 
   upsertComment(number: number, body: string): Promise<HostResult<CommentAction>> {
-    const run = (this.queue.get(number) ?? Promise.resolve()).then(() => this.upsertNow(number, body));
+    const before = this.queue.get(number)?.catch(() => undefined) ?? Promise.resolve();
+    const run = before.then(() => this.upsertNow(number, body));
     const settled = run.finally(() => {
       if (this.queue.get(number) === settled) this.queue.delete(number);
     });

@@ -20,6 +20,8 @@ export interface ProviderMetrics {
 export interface Budget {
   notBefore: number;
   failures: number;
+  /** The wait is the host's rate limit (else a backoff after errors). */
+  limited?: boolean;
 }
 
 export interface HttpOptions {
@@ -107,7 +109,9 @@ export class HttpExecutor {
     const now = this.now();
     if (now < this.budget.notBefore) {
       const at = new Date(this.budget.notBefore).toISOString();
-      return failed(this.failure('RateLimited', call, `waiting for the host's rate limit until ${at}`));
+      if (this.budget.limited)
+        return failed(this.failure('RateLimited', call, `waiting for the rate limit until ${at}`));
+      return failed(this.failure('Unavailable', call, `backing off after errors until ${at}`));
     }
     let url = typeof call.path === 'string' ? this.url(call.path, call.query) : call.path;
     if (!sameOrigin(url, this.o.apiUrl)) return failed(this.failure('NotFound', call, 'a link to another host'));
@@ -201,6 +205,7 @@ export class HttpExecutor {
     const decision = decide(answer, this.now(), this.budget.failures, (this.o.random ?? Math.random)());
     this.budget.notBefore = decision.notBefore;
     this.budget.failures = decision.failures;
+    this.budget.limited = decision.rateLimited || decision.remaining === 0;
     if (decision.remaining !== undefined) this.o.metrics?.rateLimitRemaining(this.o.provider, decision.remaining);
     return decision;
   }
