@@ -25,6 +25,10 @@ build-tools: ## Debian packages of real image builds and of the traffic tests' k
 	bash test/cluster/install-build-packages.sh
 	bash test/cluster/build-toolchain.sh >/dev/null
 
+.PHONY: gitea
+gitea: ## Gitea, the real git hosting server of the pull-request preview tests, built from Go modules (cgo, for SQLite) and cached
+	bash test/cluster/build-gitea.sh >/dev/null
+
 .PHONY: browser
 browser: ## Debian's chromium-headless-shell, the browser of the dashboard's tests (root, when missing)
 	bash test/cluster/install-browser.sh
@@ -62,7 +66,7 @@ lint: deps ## Lint, format check and typecheck
 	npm run -s typecheck
 
 .PHONY: test
-test: deps binaries build-tools browser lint ## Run the whole test suite on a local control plane (real image builds and a real browser included)
+test: deps binaries build-tools browser gitea lint ## Run the whole test suite on a local control plane (real image builds, a real browser and a real Gitea included)
 	npm test
 
 .PHONY: test-loaded
