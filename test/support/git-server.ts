@@ -15,7 +15,7 @@ const run = promisify(execFile);
 const HTTP_BACKEND = '/usr/lib/git-core/git-http-backend';
 
 // Deterministic identity and no ambient config, so commits work on any machine.
-const GIT_ENV: NodeJS.ProcessEnv = {
+export const GIT_ENV: NodeJS.ProcessEnv = {
   ...process.env,
   GIT_CONFIG_NOSYSTEM: '1',
   GIT_CONFIG_GLOBAL: '/dev/null',
