@@ -41,6 +41,9 @@ import {
 } from '../support/gitea.ts';
 import { waitFor } from '../support/wait.ts';
 
+/** A bound against hangs that a cold build of Gitea on a busy 2-core machine stays under. */
+const GITEA_BUILD_MS = 40 * 60_000;
+
 let gitea: Gitea;
 let workdir: string;
 /** Owns the repository; bob forks it; carol may write to it, dave may read it. */
@@ -82,7 +85,8 @@ beforeAll(async () => {
     head: { fork, branch: 'fork-change' },
     title: 'A change from a fork',
   });
-});
+  // Without `make gitea` first (make test runs it), the first run builds Gitea here: minutes, not seconds.
+}, GITEA_BUILD_MS);
 
 afterAll(async () => {
   await gitea?.stop();
