@@ -55,8 +55,10 @@ export interface AppReader {
   getApp(name: string): Promise<AppObject>;
   /** The App's ReplicaSets, by label, keeping only those it owns when the uid is known. */
   replicaSets(app: AppObject): Promise<V1ReplicaSet[]>;
-  /** Pods of the App: its revisions' and its builds' (both carry the app label). */
+  /** Pods of the App in its namespace: its revisions' and its builds' (both carry the app label). */
   pods(app: AppObject): Promise<V1Pod[]>;
+  /** Pods of the App's builds in the build namespace (awayBuildQuery); none when it builds in its own. */
+  buildPods(app: AppObject): Promise<V1Pod[]>;
   /** Build Jobs of the App that it owns. */
   jobs(app: AppObject): Promise<V1Job[]>;
 }
@@ -87,6 +89,12 @@ export function buildJobsQuery(app: AppObject, appNamespace: string): BuildJobsQ
     labelSelector: `${LABEL_APP}=${app.metadata.name},${LABEL_APP_NAMESPACE}=${appNamespace}`,
     isOwn: (job) => job.metadata?.labels?.[LABEL_APP_UID] === app.metadata.uid,
   };
+}
+
+/** Where the App's builds run when that is not its own namespace (--build-namespace), else undefined. */
+export function awayBuildQuery(app: AppObject, appNamespace: string): BuildJobsQuery | undefined {
+  const query = buildJobsQuery(app, appNamespace);
+  return query.namespace === appNamespace ? undefined : query;
 }
 
 /** Whether obj belongs to the App: owned by its uid, or unowned, or the uid is unknown. */

@@ -24,7 +24,7 @@ import { LABEL_APP } from '../app/labels.ts';
 import { APP_API, APP_RESOURCE } from '../app/schema.ts';
 import { apiStatusOf } from '../kube/errors.ts';
 import { applyTokenFiles, kubeconfigPaths } from '../kube/token-file.ts';
-import { type AppObject, buildJobsQuery, type ConnectOptions, ownedBy, readApp } from './app-object.ts';
+import { type AppObject, awayBuildQuery, buildJobsQuery, type ConnectOptions, ownedBy, readApp } from './app-object.ts';
 import { CliError } from './errors.ts';
 import { explain, type Operation } from './explain.ts';
 
@@ -210,6 +210,16 @@ export class Session {
       this.core.listNamespacedPod({ namespace: this.namespace, labelSelector: `${LABEL_APP}=${app.metadata.name}` }),
     );
     return list.items;
+  }
+
+  async buildPods(app: AppObject): Promise<V1Pod[]> {
+    const away = awayBuildQuery(app, this.namespace);
+    if (!away) return [];
+    const { namespace, labelSelector, isOwn } = away;
+    const list = await this.call({ verb: 'list', resource: 'pods', namespace }, () =>
+      this.core.listNamespacedPod({ namespace, labelSelector }),
+    );
+    return list.items.filter(isOwn);
   }
 
   /** The App's build Jobs (buildJobsQuery says where and which). */

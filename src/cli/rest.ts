@@ -20,7 +20,15 @@ import { parse } from 'yaml';
 import { LABEL_APP } from '../app/labels.ts';
 import { APP_API, APP_RESOURCE } from '../app/schema.ts';
 import { kubeconfigPaths } from '../kube/token-file.ts';
-import { type AppObject, type AppReader, buildJobsQuery, type ConnectOptions, ownedBy, readApp } from './app-object.ts';
+import {
+  type AppObject,
+  type AppReader,
+  awayBuildQuery,
+  buildJobsQuery,
+  type ConnectOptions,
+  ownedBy,
+  readApp,
+} from './app-object.ts';
 import { explain, type Operation } from './explain.ts';
 
 /** Where to send a request and how: everything the API server's TLS and authentication need. */
@@ -266,6 +274,16 @@ export class RestReader implements AppReader {
 
   async pods(app: AppObject): Promise<V1Pod[]> {
     return this.listOf<V1Pod>('pods', `/api/v1/namespaces/${this.ns()}/pods`, app);
+  }
+
+  async buildPods(app: AppObject): Promise<V1Pod[]> {
+    const away = awayBuildQuery(app, this.namespace);
+    if (!away) return [];
+    const { namespace, labelSelector, isOwn } = away;
+    const op = { verb: 'list', resource: 'pods', namespace };
+    const path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`;
+    const list = await this.get<{ items?: V1Pod[] }>(op, path, { labelSelector });
+    return (list.items ?? []).filter(isOwn);
   }
 
   async jobs(app: AppObject): Promise<V1Job[]> {

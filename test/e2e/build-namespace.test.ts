@@ -15,7 +15,7 @@ import { readApp } from '../../src/cli/app-object.ts';
 import { Session } from '../../src/cli/kube.ts';
 import { restReader } from '../../src/cli/rest.ts';
 import { phase, waitForApp } from '../support/apps.ts';
-import { tealIn } from '../support/cli.ts';
+import { startTeal, tealIn } from '../support/cli.ts';
 import { createRepo, type GitHttpsServer, startGitHttpsServer, type TestRepo } from '../support/git-server.ts';
 import { clients, createNamespace, waitFor } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
@@ -160,10 +160,50 @@ describe('--build-namespace', () => {
         expect(jobs.map((j) => `${j.metadata?.namespace}/${j.metadata?.name}`)).toContain(
           `${buildNs}/${app.status?.build?.job}`,
         );
+        const pods = await reader.buildPods(raw);
+        expect(pods.map((p) => `${p.metadata?.namespace}/${p.metadata?.labels?.['job-name']}`)).toContain(
+          `${buildNs}/${app.status?.build?.job}`,
+        );
       }
     } finally {
       fast.close();
     }
+  });
+
+  it('get --watch shows the build pod in the build namespace, and draws again without it once it goes', async () => {
+    await create(gitApp('watched'));
+    const app = await waitForApp(ns, 'watched', 'first release', phase('Healthy'));
+    const job = app.status?.build?.job ?? '';
+    const [pod] = (await core.listNamespacedPod({ namespace: buildNs, labelSelector: `job-name=${job}` })).items;
+    const podName = pod?.metadata?.name ?? '';
+    expect(podName).not.toBe('');
+    // No periodic redraw: only the watches draw again.
+    const watching = startTeal(['get', 'watched', '--watch', '-n', ns], inject('kubeconfig'), 'bundle', {
+      TEAL_REDRAW_SECONDS: '0',
+    });
+    // The draws printed since `from`, each from its Name: line; one that reached its revisions has
+    // its build Job and pods whole (the tree draws them first).
+    const draws = (from: number) =>
+      watching
+        .stdout()
+        .slice(from)
+        .split(/^(?=Name:)/m)
+        .filter((d) => d.includes('# revision:'));
+    try {
+      await waitFor('the first draw, with the build pod under its Job', async () => {
+        const [first] = draws(0);
+        return first?.includes(`⚙ ${job}`) && first.includes(podName) ? true : undefined;
+      });
+      const drawn = watching.stdout().length;
+      await core.deleteNamespacedPod({ name: podName, namespace: buildNs, gracePeriodSeconds: 0 });
+      await waitFor('a draw without the deleted build pod', async () =>
+        draws(drawn).some((d) => d.includes(`⚙ ${job}`) && !d.includes(podName)) ? true : undefined,
+      );
+    } finally {
+      expect(await watching.interrupt()).toBe(0);
+      await deleteApp('watched');
+    }
+    expect(watching.stderr()).toBe('');
   });
 
   it("the dashboard's build log (the HTTP API) finds the build there for a developer with no right in it", async () => {

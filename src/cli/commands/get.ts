@@ -2,22 +2,27 @@
 // A single draw reads through rest.ts when it can (no client-node to load);
 // --watch, and a kubeconfig rest.ts leaves to client-node, use kube.ts's Session.
 import { LABEL_APP } from '../../app/labels.ts';
-import type { AppReader } from '../app-object.ts';
+import { type AppObject, type AppReader, buildJobsQuery } from '../app-object.ts';
 import { CliError, EXIT } from '../errors.ts';
 import type { Flags } from '../flags.ts';
-import type { Session } from '../kube.ts';
+import type { paths as kubePaths, Session } from '../kube.ts';
 import { formatData, useColour } from '../output.ts';
 import { restReader } from '../rest.ts';
 import { type AppView, appView, renderApp } from '../tree.ts';
 
 /** Kinds the user may not list (403), with the refusal: left out of the tree rather than failing it. */
 type Hidden = Map<(typeof KINDS)[number], string>;
-const KINDS = ['replicasets', 'pods', 'jobs'] as const;
+const KINDS = ['replicasets', 'pods', 'jobs', 'build pods'] as const;
 
 export async function loadView(session: AppReader, name: string, hidden: Hidden = new Map()): Promise<AppView> {
+  return (await loadApp(session, name, hidden)).view;
+}
+
+/** The App as read, and its tree: --watch needs the App too, to know where its build Jobs are. */
+async function loadApp(session: AppReader, name: string, hidden: Hidden): Promise<{ app: AppObject; view: AppView }> {
   const app = await session.getApp(name);
   // A user with only the teal-viewer role may read Apps but not the workloads: show what is allowed.
-  const optional = async <T>(kind: 'replicasets' | 'pods' | 'jobs', list: () => Promise<T[]>): Promise<T[]> => {
+  const optional = async <T>(kind: (typeof KINDS)[number], list: () => Promise<T[]>): Promise<T[]> => {
     if (hidden.has(kind)) return [];
     try {
       return await list();
@@ -28,14 +33,16 @@ export async function loadView(session: AppReader, name: string, hidden: Hidden 
       return [];
     }
   };
-  const [replicaSets, pods, jobs] = await Promise.all([
+  const [replicaSets, pods, jobs, buildPods] = await Promise.all([
     optional('replicasets', () => session.replicaSets(app)),
     optional('pods', () => session.pods(app)),
     optional('jobs', () => session.jobs(app)),
+    // Apart from the App's pods: a reader may list pods in the App's namespace and not in the build namespace.
+    optional('build pods', () => session.buildPods(app)),
   ]);
   // In the order of the tree, whichever refusal came first.
   const refused = KINDS.filter((kind) => hidden.has(kind));
-  return appView(app, replicaSets, pods, jobs, refused);
+  return { app, view: appView(app, replicaSets, [...pods, ...buildPods], jobs, refused) };
 }
 
 export async function get(args: string[], flags: Flags): Promise<number> {
@@ -60,24 +67,48 @@ export async function get(args: string[], flags: Flags): Promise<number> {
 }
 
 /**
+ * How often --watch draws again with nothing changed, so the ages move: every
+ * few seconds on a terminal, every 30 s into a file or a pipe (each draw is a
+ * new block there). TEAL_REDRAW_SECONDS sets it; 0 turns it off.
+ */
+function redrawEveryMs(tty: boolean): number | undefined {
+  const set = process.env.TEAL_REDRAW_SECONDS;
+  if (set === undefined || set === '') return tty ? 5_000 : 30_000;
+  const seconds = Number(set);
+  if (!Number.isFinite(seconds) || seconds < 0) {
+    throw new CliError(`TEAL_REDRAW_SECONDS: a number of seconds (0 for never), got ${JSON.stringify(set)}`);
+  }
+  return seconds === 0 ? undefined : seconds * 1000;
+}
+
+/**
  * Watches the App and its ReplicaSets, pods and Jobs, and draws again after
  * each burst of changes (and every few seconds, for the ages). Runs until
  * Ctrl-C, or until a watch is refused.
  */
 async function watchApp(session: Session, name: string, show: (view: AppView) => string): Promise<number> {
   const { oneAtATime, paths } = await import('../kube.ts');
+  const tty = process.stdout.isTTY === true;
+  const every = redrawEveryMs(tty);
   // The first draw fails fast on a missing App or a refusal.
   const hidden: Hidden = new Map();
-  let last = show(await loadView(session, name, hidden));
-  const tty = process.stdout.isTTY === true;
+  const first = await loadApp(session, name, hidden);
+  let last = show(first.view);
   const draw = (text: string) => process.stdout.write(tty ? `\x1b[H\x1b[2J${text}` : `${text}\n`);
   draw(last);
 
   return new Promise<number>((resolve) => {
     let pending: NodeJS.Timeout | undefined;
+    const ns = session.namespace;
+    const stops: (() => void)[] = [];
+    // Only the App's own watch is essential; without another, the periodic redraw still catches up.
+    const degrade = (err: CliError) => process.stderr.write(`warning: ${err.message}: redrawing every few seconds\n`);
+    const builds = followBuilds(session, paths, () => changed(), degrade, hidden);
     const redraw = oneAtATime(async () => {
       try {
-        const text = show(await loadView(session, name, hidden));
+        const { app, view } = await loadApp(session, name, hidden);
+        builds.follow(app);
+        const text = show(view);
         // Without a terminal each change is printed once; unchanged views are skipped.
         if (text !== last) draw(text);
         last = text;
@@ -90,11 +121,10 @@ async function watchApp(session: Session, name: string, show: (view: AppView) =>
       // Changes come in bursts (a scale-up touches the ReplicaSet and every pod): draw once per burst.
       pending = setTimeout(redraw, 150);
     };
-    const ns = session.namespace;
     const selector = { labelSelector: `${LABEL_APP}=${name}` };
-    const stops: (() => void)[] = [];
     const finish = (code: number) => {
       for (const stop of stops) stop();
+      builds.stop();
       clearTimeout(pending);
       clearInterval(ticker);
       process.off('SIGINT', interrupted);
@@ -106,18 +136,53 @@ async function watchApp(session: Session, name: string, show: (view: AppView) =>
     };
     const interrupted = () => finish(EXIT.ok);
     process.once('SIGINT', interrupted);
-    const ticker = setInterval(redraw, tty ? 5_000 : 30_000);
+    const ticker = every === undefined ? undefined : setInterval(redraw, every);
     stops.push(session.watchApp(name, changed, refused));
     const workloads = [
       { kind: 'replicasets', path: paths.replicaSets(ns), resource: 'replicasets.apps' },
       { kind: 'pods', path: paths.pods(ns), resource: 'pods' },
-      { kind: 'jobs', path: paths.jobs(ns), resource: 'jobs.batch' },
     ] as const;
     for (const { kind, path, resource } of workloads) {
       if (hidden.has(kind)) continue;
-      // Only the App's own watch is essential; without another, the periodic redraw still catches up.
-      const degrade = (err: CliError) => process.stderr.write(`warning: ${err.message}: redrawing every few seconds\n`);
       stops.push(session.watch(path, selector, changed, degrade, { verb: 'watch', resource, namespace: ns }));
     }
+    builds.follow(first.app);
   });
+}
+
+/**
+ * The watches on the App's builds, wherever buildJobsQuery says they are: with
+ * --build-namespace its Jobs and their pods are in another namespace, which the
+ * App's status names only once it built there, so the watches move when that changes.
+ */
+function followBuilds(
+  session: Session,
+  paths: Pick<typeof kubePaths, 'jobs' | 'pods'>,
+  changed: () => void,
+  degrade: (err: CliError) => void,
+  hidden: Hidden,
+): { follow: (app: AppObject) => void; stop: () => void } {
+  let current: { key: string; stops: (() => void)[] } | undefined;
+  const stop = () => {
+    for (const s of current?.stops ?? []) s();
+    current = undefined;
+  };
+  const follow = (app: AppObject) => {
+    const { namespace, labelSelector } = buildJobsQuery(app, session.namespace);
+    const key = `${namespace}\n${labelSelector}`;
+    if (current?.key === key) return;
+    stop();
+    const watch = (kind: 'jobs' | 'pods', resource: string) =>
+      session.watch(paths[kind](namespace), { labelSelector }, changed, degrade, {
+        verb: 'watch',
+        resource,
+        namespace,
+      });
+    const stops: (() => void)[] = [];
+    if (!hidden.has('jobs')) stops.push(watch('jobs', 'jobs.batch'));
+    // The App's own namespace has its pods watched already (watchApp).
+    if (!hidden.has('build pods') && namespace !== session.namespace) stops.push(watch('pods', 'pods'));
+    current = { key, stops };
+  };
+  return { follow, stop };
 }
