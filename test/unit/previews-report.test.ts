@@ -11,6 +11,7 @@ import { escapeMarkdown, withoutCredentials } from '../../src/previews/report.ts
 import {
   at,
   childrenOf,
+  commit,
   HOUR,
   NOW,
   observedChild,
@@ -77,6 +78,14 @@ describe('the commit status teal/preview', () => {
       targetUrl: 'https://pr-8.preview.example.com/',
     });
     expect(p.status?.pullRequests?.[0]).toMatchObject({ state: 'Ready', url: 'https://pr-8.preview.example.com/' });
+  });
+
+  it('is not success while the App still serves an older commit of the pull request', () => {
+    const older = releasedStatus(pr.headSha);
+    older.active = { revision: 1, image: 'x', podTemplateHash: 'abc', replicaSet: 'rs', commit: commit('older') };
+    older.build = { commit: pr.headSha, job: 'b', phase: 'Running' };
+    const p = planFor(app, [pr], { children: [childWith(older)] });
+    expect(statusOf(p)).toEqual({ state: 'pending', description: `Building ${pr.headSha.slice(0, 7)}` });
   });
 
   it("is failure with the build's message, without credentials", () => {
