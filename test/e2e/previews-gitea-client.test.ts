@@ -216,4 +216,19 @@ describe('the Gitea client on a real Gitea', () => {
       },
     ]);
   });
+
+  it("reads every page: 52 open pull requests over Gitea's pages of 50", async () => {
+    const branches = Array.from({ length: 50 }, (_, i) => `many-${i}`);
+    for (const branch of branches) {
+      await git(aliceClone.dir, 'checkout', '--quiet', '-B', branch, 'main');
+      await aliceClone.commit(branch, { [`${branch}.txt`]: `${branch}\n` });
+    }
+    await pushBranches(gitea, alice, aliceClone, upstream, branches);
+    for (const branch of branches) await openPullRequest(gitea, alice, upstream, { head: branch, title: branch });
+    const { seen, deps } = recorded();
+    const listed = await host(deps).listOpen();
+    expect(listed.ok && listed.value.length).toBe(52);
+    expect(listed.ok && new Set(listed.value.map((p) => p.number)).size).toBe(52);
+    expect(seen.length).toBe(2);
+  });
 });
