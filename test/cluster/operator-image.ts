@@ -7,9 +7,12 @@
 // BuildKit keeps its cache in ~/.cache/teal/operator-image, so a build after a
 // change to src/ runs `npm ci` again only when package-lock.json changed.
 // Free of vitest, like the rest of test/cluster.
+import { execFile, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { chown, copyFile, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import type { V1Pod } from '@kubernetes/client-node';
 import { DEFAULT_BUILD_IMAGES } from '../../src/build/images.ts';
 import { baseImagesCacheDir, nodeBaseRecipe, pushNodeBase } from './base-images.ts';
@@ -18,6 +21,8 @@ import { startBuildkitContainer } from './build-runner/buildkit-host.ts';
 import { planContainer } from './build-runner/pod-plan.ts';
 import { readVersionsEnv } from './build-tools.ts';
 import type { PushTarget } from './image-push.ts';
+
+const run = promisify(execFile);
 
 /** Where the build's output goes: pushed as a reference (a registry on 127.0.0.1), or an OCI archive on the host. */
 export type ImageOutput = { push: string } | { ociArchive: string };
@@ -47,14 +52,54 @@ const CONTEXT = '/home/user/context';
 const OUT = '/home/user/out';
 const BUILDKIT_STATE = '/home/user/.local/share/buildkit';
 
-/** Pushes the node stand-in to the mirror, then builds the image; throws with BuildKit's log when the build fails. */
+/**
+ * Pushes the node stand-in to the mirror, then builds the image; throws with BuildKit's
+ * log when the build fails. One build at a time per machine: they share BuildKit's state,
+ * which its daemon locks (a second would fail rather than wait), so they queue on a lock.
+ */
 export async function buildOperatorImage(options: OperatorImageOptions): Promise<BuiltImage> {
   const log = options.log ?? (() => {});
+  const lockFile = join(operatorImageCacheDir(), '..', 'build.lock');
+  await mkdir(join(lockFile, '..'), { recursive: true });
+  const release = await lock(lockFile, () => log('operator-image: another build holds the lock; waiting for it'));
+  try {
+    return await buildLocked(options, log);
+  } finally {
+    release();
+  }
+}
+
+/** flock(1) on the file: at once when it is free, else after onWait, waiting for it. */
+async function lock(file: string, onWait: () => void): Promise<() => void> {
+  const held = await hold(file, true);
+  if (held) return held;
+  onWait();
+  const waited = await hold(file, false);
+  if (!waited) throw new Error(`flock ${file} failed`);
+  return waited;
+}
+
+/**
+ * A flock process holding the lock (-o: flock itself holds it, not the command) for as
+ * long as its command, cat, reads its stdin: ending stdin releases it, and so does this
+ * process's death, which closes the pipe. Undefined when -n found the lock taken.
+ */
+function hold(file: string, nonBlocking: boolean): Promise<(() => void) | undefined> {
+  const args = [...(nonBlocking ? ['-n'] : []), '-o', file, 'sh', '-c', 'echo locked; exec cat'];
+  const child = spawn('flock', args, { stdio: ['pipe', 'pipe', 'inherit'] });
+  return new Promise((resolve) => {
+    child.stdout.once('data', () => resolve(() => child.stdin.end()));
+    child.once('exit', () => resolve(undefined));
+  });
+}
+
+async function buildLocked(options: OperatorImageOptions, log: (line: string) => void): Promise<BuiltImage> {
   const recipe = await nodeBaseRecipe(options.repoRoot, readVersionsEnv());
   await pushNodeBase(options.mirror, recipe, 'library/node', '24-slim', log);
   const user = await ensureBuildUser();
   const owner = await idsOf(user);
   const state = operatorImageCacheDir();
+  await boundCache(state, log);
   await mkdir(state, { recursive: true, mode: 0o700 });
   await chown(state, owner.uid, owner.gid);
   const work = await mkdtemp(join(tmpdir(), 'teal-operator-image-'));
@@ -84,6 +129,22 @@ export async function buildOperatorImage(options: OperatorImageOptions): Promise
   } finally {
     await rm(work, { recursive: true, force: true });
   }
+}
+
+/**
+ * Where BuildKit's cache is started afresh. One base image's layers, node_modules
+ * and the bundle come to about 1.3 GiB, and every change to src/ or package-lock.json
+ * adds its layers: BuildKit's own GC keeps up to a tenth of the disk, and a
+ * daemonless buildkitd may exit before it runs.
+ */
+const CACHE_LIMIT_BYTES = 4 * 2 ** 30;
+
+async function boundCache(dir: string, log: (line: string) => void): Promise<void> {
+  if (!existsSync(dir)) return;
+  const bytes = Number((await run('du', ['-sb', dir])).stdout.split('\t')[0]);
+  if (bytes <= CACHE_LIMIT_BYTES) return;
+  log(`operator-image: BuildKit's cache holds ${(bytes / 2 ** 30).toFixed(1)} GiB, over 4: starting it afresh`);
+  await rm(dir, { recursive: true, force: true });
 }
 
 /** BuildKit's own state between builds (its layer cache), kept with the other tools' caches. */
