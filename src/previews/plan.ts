@@ -116,17 +116,19 @@ export function plan(input: PreviewsPlanInput): PreviewsPlan {
   deleteChildren(r, verdicts, lc, unread);
   const entries = report(r, verdicts, lc);
   removeStaleApprovals(r, verdicts);
-  r.deadlines.push(input.listedAt.getTime() + parseDuration(previews.interval));
   return finish(r, entries, input.listedAt);
 }
 
 // ---- the ends ----
 
+/** When the pull requests are listed next: one interval after the last listing. */
+const nextListing = (listedAt: Date, previews: Previews) => listedAt.getTime() + parseDuration(previews.interval);
+
 /** What spec.previews cannot be planned with, as InvalidSpec names it. */
 function specProblems(input: PreviewsPlanInput, previews: Previews): string[] {
   const { app, buildDefaults } = input;
   const production = { image: imageRepository(app, buildDefaults), pushSecret: pushSecretName(app, buildDefaults) };
-  return previews ? previewsProblems(app.spec, production) : [];
+  return previewsProblems({ ...app.spec, previews }, production);
 }
 
 /** spec.previews removed: every preview goes, and the record with them. */
@@ -155,14 +157,15 @@ function planProviderError(
   error: { reason: string; message: string; retryAt?: string },
 ): PreviewsPlan {
   const retry = error.retryAt !== undefined ? Date.parse(error.retryAt) : Number.NaN;
-  const pollAt = Number.isFinite(retry) ? retry : input.listedAt.getTime() + parseDuration(previews.interval);
+  const pollAt = Number.isFinite(retry) ? retry : nextListing(input.listedAt, previews);
   const plan = planUnchanged(input.app, { reason: error.reason, message: withoutCredentials(error.message) }, pollAt);
   return { ...plan, requeueAfterMs: Math.max(0, pollAt - input.now.getTime()) };
 }
 
+/** The plan: its actions, the next status and condition, and the earliest deadline (the next listing at the latest). */
 function finish(r: Round, entries: PreviewStatus[], listedAt: Date): PreviewsPlan {
-  const pollAt = listedAt.getTime() + parseDuration(r.previews.interval);
-  const next = Math.min(...r.deadlines.filter(Number.isFinite));
+  const pollAt = nextListing(listedAt, r.previews);
+  const next = Math.min(pollAt, ...r.deadlines.filter(Number.isFinite));
   const condition: ConditionInput =
     r.skipped.length > 0
       ? {
@@ -230,6 +233,12 @@ function whyChanged(child: App, manifest: ChildApp, lc: Lifecycle, number: numbe
   return PreviewReason.SpecChanged;
 }
 
+/** Why a child is made: a new pull request, an approval, or a new commit after its preview expired. */
+function whyMade(prior: PreviewStatus | undefined): PreviewReasonValue {
+  if (!prior) return PreviewReason.Opened;
+  return prior.state === 'AwaitingApproval' ? PreviewReason.Approved : PreviewReason.NewCommit;
+}
+
 /** Each wanted preview's child App, made or written again when what it should say changed. */
 function reconcileChildren(r: Round, lc: Lifecycle): void {
   for (const wanted of lc.wanted) {
@@ -237,7 +246,7 @@ function reconcileChildren(r: Round, lc: Lifecycle): void {
     const manifest = childApp(r.parent, r.previews, wanted);
     const child = r.children.get(number);
     if (!child) {
-      const why = r.prior.has(number) ? PreviewReason.NewCommit : PreviewReason.Opened;
+      const why = whyMade(r.prior.get(number));
       r.actions.push({ kind: 'createChild', number, manifest, why });
     } else if (child.metadata.annotations?.[ANN_PREVIEW_SPEC] !== manifest.metadata.annotations[ANN_PREVIEW_SPEC]) {
       r.actions.push({ kind: 'updateChild', number, manifest, why: whyChanged(child, manifest, lc, number) });

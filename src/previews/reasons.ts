@@ -15,6 +15,8 @@ export const ListedReason = {
 /** Why a child App is made, changed or deleted, or a label removed: the actions' `why`. */
 export const PreviewReason = {
   Opened: 'PullRequestOpened',
+  /** A fork's head commit approved: its preview is made. */
+  Approved: 'Approved',
   NewCommit: 'NewCommit',
   /** The parent's spec (or spec.previews) changed what the child should be. */
   SpecChanged: 'SpecChanged',

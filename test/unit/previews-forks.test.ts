@@ -4,7 +4,17 @@
 import { describe, expect, it } from 'vitest';
 import type { PullRequestApproval } from '../../src/previews/pull-request.ts';
 import { PreviewReason } from '../../src/previews/reasons.ts';
-import { at, childrenOf, commit, MINUTE, ofKind, parentApp, planFor, pullRequest } from '../fixtures/previews.ts';
+import {
+  at,
+  childrenOf,
+  commit,
+  MINUTE,
+  ofKind,
+  parentApp,
+  planFor,
+  pullRequest,
+  valid,
+} from '../fixtures/previews.ts';
 
 const LABEL = 'preview-approved';
 const fork = pullRequest(21, { fromFork: true, labels: [LABEL] });
@@ -31,8 +41,11 @@ describe('a pull request from a fork', () => {
   });
 
   it('is built once someone with write access approved its head commit', () => {
-    const [create] = ofKind(planFor(app, [fork], { approvals: [approval()] }), 'createChild');
+    const waiting = planFor(app, [fork]);
+    const after = valid({ ...structuredClone(app), status: { previews: waiting.status } });
+    const [create] = ofKind(planFor(after, [fork], { approvals: [approval()], now: at(MINUTE) }), 'createChild');
     expect(create?.manifest.spec.source?.git.ref).toBe(fork.headSha);
+    expect(create?.why).toBe(PreviewReason.Approved);
   });
 
   it.each(['read', 'none'] as const)('is not built on an approval by someone with %s permission', (permission) => {

@@ -42,6 +42,15 @@ describe('previewName', () => {
   });
 });
 
+it('takes nothing from the title or branch: a hostile one changes no name, label or annotation', () => {
+  const hostile = `$(rm -rf /)\n<script>\u0000${'ä'.repeat(200)}`;
+  const plain = ofKind(planFor(parentApp(), [pullRequest(5)]), 'createChild')[0]?.manifest;
+  const odd = ofKind(planFor(parentApp(), [pullRequest(5, { title: hostile, baseBranch: 'main' })]), 'createChild')[0]
+    ?.manifest;
+  expect(odd?.metadata).toEqual(plain?.metadata);
+  expect(JSON.stringify(odd)).not.toContain('script');
+});
+
 describe('host names', () => {
   it('fills the placeholders', () => {
     expect(expandHost('{{name}}.preview.example.com', { number: 3, app: 'weather', name: 'weather-pr-3' })).toBe(
