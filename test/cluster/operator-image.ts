@@ -116,16 +116,16 @@ async function buildLocked(options: OperatorImageOptions, log: (line: string) =>
       dockerHubMirror: options.mirror.address,
       ...(options.onOutput ? { onOutput: options.onOutput } : {}),
     });
-    const run = await running.done;
-    if (run.exitCode !== 0) {
-      throw new Error(`the operator image's build failed (exit ${run.exitCode}):\n${run.log.slice(-12_000)}`);
+    const exited = await running.done;
+    if (exited.exitCode !== 0) {
+      throw new Error(`the operator image's build failed (exit ${exited.exitCode}):\n${exited.log.slice(-12_000)}`);
     }
     const metadata = JSON.parse(await readFile(join(out, 'metadata.json'), 'utf8')) as Record<string, unknown>;
     const digest = metadata['containerimage.digest'];
     if (typeof digest !== 'string')
       throw new Error(`BuildKit's metadata has no image digest: ${JSON.stringify(metadata)}`);
     if ('ociArchive' in options.output) await copyFile(join(out, 'image.oci.tar'), options.output.ociArchive);
-    return { digest, log: run.log };
+    return { digest, log: exited.log };
   } finally {
     await rm(work, { recursive: true, force: true });
   }
@@ -134,8 +134,8 @@ async function buildLocked(options: OperatorImageOptions, log: (line: string) =>
 /**
  * Where BuildKit's cache is started afresh. One base image's layers, node_modules
  * and the bundle come to about 1.3 GiB, and every change to src/ or package-lock.json
- * adds its layers: BuildKit's own GC keeps up to a tenth of the disk, and a
- * daemonless buildkitd may exit before it runs.
+ * adds its layers; BuildKit's default GC policy keeps a tenth of the disk and collects
+ * only when less than a fifth of it is free (cmd/buildkitd/config/gcpolicy_unix.go).
  */
 const CACHE_LIMIT_BYTES = 4 * 2 ** 30;
 
