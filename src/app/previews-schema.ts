@@ -302,6 +302,9 @@ export const PreviewStatusSchema = z.strictObject({
   reported: PreviewReportedSchema.optional(),
 });
 
+/** The pull requests status.previews records at most: the highest numbers (the newest) are kept. */
+export const MAX_PREVIEW_RECORDS = 1000;
+
 export const PreviewsStatusSchema = z
   .strictObject({
     listedAt: time.optional().describe('When the pull requests were last listed.'),

@@ -13,7 +13,7 @@ import { parseDuration } from '../app/duration.ts';
 import { sha } from '../app/hash.ts';
 import { ANN_APPLIED } from '../app/labels.ts';
 import { previewsProblems } from '../app/previews-problems.ts';
-import type { PreviewStatus, Previews, PreviewsStatus } from '../app/previews-schema.ts';
+import { MAX_PREVIEW_RECORDS, type PreviewStatus, type Previews, type PreviewsStatus } from '../app/previews-schema.ts';
 import type { App } from '../app/schema.ts';
 import { type BuildDefaults, imageRepository, pushSecretName } from '../build/registry.ts';
 import { type ChildApp, childApp } from './child.ts';
@@ -162,6 +162,9 @@ function planProviderError(
   return { ...plan, requeueAfterMs: Math.max(0, pollAt - input.now.getTime()) };
 }
 
+/** The entries status.previews keeps, by number: the newest MAX_PREVIEW_RECORDS, so the status always fits its schema. */
+const recorded = (entries: PreviewStatus[]) => entries.sort((a, b) => a.number - b.number).slice(-MAX_PREVIEW_RECORDS);
+
 /** The plan: its actions, the next status and condition, and the earliest deadline (the next listing at the latest). */
 function finish(r: Round, entries: PreviewStatus[], listedAt: Date): PreviewsPlan {
   const pollAt = nextListing(listedAt, r.previews);
@@ -177,7 +180,7 @@ function finish(r: Round, entries: PreviewStatus[], listedAt: Date): PreviewsPla
       : { type: 'PreviewsListed', status: 'True', reason: ListedReason.Listed };
   return {
     actions: r.actions,
-    status: { listedAt: listedAt.toISOString(), pullRequests: entries.sort((a, b) => a.number - b.number) },
+    status: { listedAt: listedAt.toISOString(), pullRequests: recorded(entries) },
     condition,
     pollAt: new Date(pollAt).toISOString(),
     wakeAt: new Date(next).toISOString(),

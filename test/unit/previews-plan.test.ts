@@ -202,6 +202,18 @@ describe('a provider error', () => {
   });
 });
 
+describe('status.previews', () => {
+  it('records at most 1000 pull requests, the newest, so the status always fits its schema', () => {
+    const prs = Array.from({ length: 1005 }, (_, i) => pullRequest(i + 1));
+    const entries = planFor(parentApp(), prs).status?.pullRequests ?? [];
+    expect(entries).toHaveLength(1000);
+    expect(entries[0]?.number).toBe(6);
+    expect(() =>
+      valid({ ...structuredClone(parentApp()), status: { previews: { pullRequests: entries } } }),
+    ).not.toThrow();
+  });
+});
+
 describe('polling', () => {
   it('lists again one interval after the last listing, exactly', () => {
     const p = planFor(parentApp(), [], { listedAt: at(-MINUTE) });
