@@ -488,6 +488,60 @@ export class ApiHandlers {
 export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) => {
   const bodyLimit = opts.bodyLimit ?? DEFAULT_API_BODY_LIMIT;
   if (!Number.isSafeInteger(bodyLimit) || bodyLimit <= 0) throw new Error('api: bodyLimit must be a positive integer');
+  const logger = (request: FastifyRequest): ApiLogger => opts.logger ?? request.log;
+  const who = callersOf(opts);
+  refuseBadRequests(fastify, who.sessions, bodyLimit, logger);
+  loginRoutes(fastify, opts, who, logger);
+  const guard = new ApiGuard(who.auth);
+  const buildLogs = opts.builds ? new BuildLogs({ kubeConfig: opts.kubeConfig, caches: opts.builds }) : undefined;
+  // Before the server closes: it waits for open connections, and a build log stays open while the build runs.
+  if (buildLogs) fastify.addHook('preClose', async () => buildLogs.stop());
+  const handlers = new ApiHandlers(opts, kubeIntentWriter(opts.kubeConfig), buildLogs);
+  if (opts.appEvents) {
+    const hub = new StreamHub({
+      events: opts.appEvents,
+      ...(opts.appDetails ? { details: opts.appDetails } : {}),
+      ...(opts.streamLimits ? { limits: opts.streamLimits } : {}),
+      ...(opts.streamObserver ? { observer: opts.streamObserver } : {}),
+    });
+    // Before the server closes: it waits for open connections, and a stream stays open.
+    fastify.addHook('preClose', async () => hub.stop());
+    const { auth, sessions, reader: caller, anonymous } = who;
+    streamRoute(fastify, { hub, guard, handlers, auth, sessions, caller, anonymous, logger });
+  }
+  // How each request's caller came (bearer or session), found when the guard identifies it.
+  const callers = new WeakMap<FastifyRequest, Caller['via']>();
+  apiRoutes(fastify, {
+    guard,
+    handlers,
+    identifyOf: (request, reply) => async () => {
+      const found = await who.caller(request, reply);
+      callers.set(request, found.via);
+      return found.user;
+    },
+    viaOf: (request) => intentVia(callers.get(request) ?? 'bearer'),
+    readerOf: (request, reply) => async () => (await who.reader(request, reply)).user,
+    bodyLimit,
+    logger,
+  });
+};
+
+type IdentifyCaller = (request: FastifyRequest, reply: FastifyReply) => ReturnType<typeof identify>;
+
+/** How the API knows who calls: credentials reviewed by auth, or a session cookie sealed with key. */
+interface Callers {
+  auth: ApiAuth;
+  key: SessionKey;
+  tls: boolean;
+  sessions: Sessions;
+  /** The caller of an action: never anonymous. */
+  caller: IdentifyCaller;
+  /** The caller of a read: anonymous when --dashboard-anonymous=read and no credentials came. */
+  reader: IdentifyCaller;
+  anonymous: UserInfo | undefined;
+}
+
+function callersOf(opts: ApiOptions): Callers {
   const auth =
     opts.auth ??
     new KubeAuth({
@@ -502,19 +556,27 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
     tls,
     ...(opts.sessionReviewIntervalMs !== undefined ? { reviewIntervalMs: opts.sessionReviewIntervalMs } : {}),
   });
-  const logger = (request: FastifyRequest): ApiLogger => opts.logger ?? request.log;
-  const identifyWith = (anonymous: UserInfo | undefined) => (request: FastifyRequest, reply: FastifyReply) =>
-    identify(
-      { authorization: request.headers.authorization, cookie: request.headers.cookie },
-      auth,
-      sessions,
-      (setCookie) => void reply.header('set-cookie', setCookie),
-      anonymous,
-    );
-  // The caller of an action (never anonymous), and of a read (anonymous when the flag allows).
+  const identifyWith =
+    (anonymous: UserInfo | undefined): IdentifyCaller =>
+    (request, reply) =>
+      identify(
+        { authorization: request.headers.authorization, cookie: request.headers.cookie },
+        auth,
+        sessions,
+        (setCookie) => void reply.header('set-cookie', setCookie),
+        anonymous,
+      );
   const anonymous = opts.anonymousRead ? ANONYMOUS_USER : undefined;
-  const caller = identifyWith(undefined);
-  const reader = identifyWith(anonymous);
+  return { auth, key, tls, sessions, caller: identifyWith(undefined), reader: identifyWith(anonymous), anonymous };
+}
+
+/** Bodies only as JSON within the limit, errors as the API's answers, and forged requests refused (CSRF). */
+function refuseBadRequests(
+  fastify: FastifyInstance,
+  sessions: Sessions,
+  bodyLimit: number,
+  logger: (request: FastifyRequest) => ApiLogger,
+): void {
   acceptJson(fastify, bodyLimit);
   fastify.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
     const answer = errorAnswer(error, bodyLimit);
@@ -536,6 +598,16 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
       throw new ApiError(403, problem);
     }
   });
+}
+
+/** The session routes (login by token or code), the OIDC login if configured, and the dashboard's files. */
+function loginRoutes(
+  fastify: FastifyInstance,
+  opts: ApiOptions,
+  who: Callers,
+  logger: (request: FastifyRequest) => ApiLogger,
+): void {
+  const { sessions, auth, reader, key, tls } = who;
   const onLogin = opts.onLogin ?? (() => {});
   sessionRoutes(fastify, {
     sessions,
@@ -555,38 +627,7 @@ export const apiPlugin: FastifyPluginAsync<ApiOptions> = async (fastify, opts) =
       ...(oidc ? { oidcProvider: oidc.providerName } : {}),
     });
   }
-  const guard = new ApiGuard(auth);
-  const buildLogs = opts.builds ? new BuildLogs({ kubeConfig: opts.kubeConfig, caches: opts.builds }) : undefined;
-  // Before the server closes: it waits for open connections, and a build log stays open while the build runs.
-  if (buildLogs) fastify.addHook('preClose', async () => buildLogs.stop());
-  const handlers = new ApiHandlers(opts, kubeIntentWriter(opts.kubeConfig), buildLogs);
-  if (opts.appEvents) {
-    const hub = new StreamHub({
-      events: opts.appEvents,
-      ...(opts.appDetails ? { details: opts.appDetails } : {}),
-      ...(opts.streamLimits ? { limits: opts.streamLimits } : {}),
-      ...(opts.streamObserver ? { observer: opts.streamObserver } : {}),
-    });
-    // Before the server closes: it waits for open connections, and a stream stays open.
-    fastify.addHook('preClose', async () => hub.stop());
-    streamRoute(fastify, { hub, guard, handlers, auth, sessions, caller: reader, anonymous, logger });
-  }
-  // How each request's caller came (bearer or session), found when the guard identifies it.
-  const callers = new WeakMap<FastifyRequest, Caller['via']>();
-  apiRoutes(fastify, {
-    guard,
-    handlers,
-    identifyOf: (request, reply) => async () => {
-      const found = await caller(request, reply);
-      callers.set(request, found.via);
-      return found.user;
-    },
-    viaOf: (request) => intentVia(callers.get(request) ?? 'bearer'),
-    readerOf: (request, reply) => async () => (await reader(request, reply)).user,
-    bodyLimit,
-    logger,
-  });
-};
+}
 
 interface StreamDeps {
   hub: StreamHub;
@@ -595,7 +636,7 @@ interface StreamDeps {
   auth: ApiAuth;
   sessions: Sessions;
   /** Who calls: a read, so anonymous when --dashboard-anonymous=read and no credentials came. */
-  caller: (request: FastifyRequest, reply: FastifyReply) => ReturnType<typeof identify>;
+  caller: IdentifyCaller;
   /** The anonymous user the caller may be, for the reviews again; undefined: never anonymous. */
   anonymous: UserInfo | undefined;
   logger: (request: FastifyRequest) => ApiLogger;

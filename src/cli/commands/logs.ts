@@ -89,37 +89,48 @@ function checkJob(app: AppObject, check: string): string {
 const started = (pod: V1Pod) =>
   (pod.status?.containerStatuses ?? []).some((c) => c.state?.running || c.state?.terminated);
 
+type What = 'build' | 'analysis';
+
 export async function logs(args: string[], flags: Flags): Promise<number> {
   const [name = ''] = args;
-  const session = new Session(flags);
-  const app = await session.getApp(name);
   if (flags.check !== undefined && flags.commit !== undefined) {
     throw new UsageError('--check and --commit name different Jobs: give one', 'logs');
   }
-  const what = flags.check !== undefined ? 'analysis' : 'build';
+  const session = new Session(flags);
+  const app = await session.getApp(name);
+  const what: What = flags.check !== undefined ? 'analysis' : 'build';
   const at =
     flags.check !== undefined
       ? { name: checkJob(app, flags.check), namespace: session.namespace }
       : await buildJob(session, app, flags.commit);
-  const { name: jobName, namespace: ns } = at;
-  const job = await session.call(
-    { verb: 'get', resource: 'jobs.batch', shown: `${what} Job`, name: jobName, namespace: ns },
-    () => ignoreNotFound(session.batch.readNamespacedJob({ namespace: ns, name: jobName })),
+  await existingJob(session, at, what, name);
+  const pod = await startedPod(session, at, what, flags.follow);
+  const scrub = logScrubber(await podCredentials(session, at.namespace, pod));
+  return showLogs(session, pod, at.namespace, what, flags.follow, scrub);
+}
+
+/** Fails, saying why, when the Job is gone (Teal keeps only the recent ones). */
+async function existingJob(session: Session, at: JobAt, what: What, app: string): Promise<void> {
+  const { name, namespace } = at;
+  const job = await session.call({ verb: 'get', resource: 'jobs.batch', shown: `${what} Job`, name, namespace }, () =>
+    ignoreNotFound(session.batch.readNamespacedJob({ namespace, name })),
   );
   if (!job) {
     const kept = what === 'build' ? 'Teal keeps only recent build Jobs' : 'Teal keeps only the latest run of each kind';
-    throw new CliError(`${what} Job "${jobName}" of App "${name}" is gone (${kept})`);
+    throw new CliError(`${what} Job "${name}" of App "${app}" is gone (${kept})`);
   }
+}
 
-  // With -f, wait for the pod to exist and its container to start, as kubectl logs -f does.
-  let pod: V1Pod | undefined;
+/** The Job's newest pod once its container started; with -f it waits for that, as kubectl logs -f does. */
+async function startedPod(session: Session, at: JobAt, what: What, follow: boolean): Promise<V1Pod> {
+  const { name: jobName, namespace } = at;
   for (;;) {
-    const pods = await session.call({ verb: 'list', resource: 'pods', namespace: ns }, () =>
-      session.core.listNamespacedPod({ namespace: ns, labelSelector: `${JOB_NAME_LABEL}=${jobName}` }),
+    const pods = await session.call({ verb: 'list', resource: 'pods', namespace }, () =>
+      session.core.listNamespacedPod({ namespace, labelSelector: `${JOB_NAME_LABEL}=${jobName}` }),
     );
-    pod = newest(pods.items);
-    if (pod && started(pod)) break;
-    if (!flags.follow) {
+    const pod = newest(pods.items);
+    if (pod && started(pod)) return pod;
+    if (!follow) {
       throw new CliError(
         pod
           ? `${what} pod "${pod.metadata?.name}" has not started yet (${pod.status?.phase ?? 'Pending'}): use -f to wait for it`
@@ -128,10 +139,23 @@ export async function logs(args: string[], flags: Flags): Promise<number> {
     }
     await sleep(1_000);
   }
+}
+
+/**
+ * Writes the pod's log, line by line and masked, to stdout; without -f a node
+ * that does not answer within READ_TIMEOUT_MS is an error. A node that cannot
+ * give logs leaves the termination message (noLogs).
+ */
+async function showLogs(
+  session: Session,
+  pod: V1Pod,
+  ns: string,
+  what: What,
+  follow: boolean,
+  scrub: (line: string) => string,
+): Promise<number> {
   const podName = pod.metadata?.name ?? '';
   const container = pod.spec?.containers[0]?.name ?? what;
-
-  const scrub = logScrubber(await podCredentials(session, ns, pod));
   const splitter = new LineSplitter();
   const show = (lines: string[]) => {
     if (lines.length > 0) process.stdout.write(`${lines.map(scrub).join('\n')}\n`);
@@ -148,17 +172,10 @@ export async function logs(args: string[], flags: Flags): Promise<number> {
       resolve();
     }),
   );
-  const op = {
-    verb: 'read the logs of',
-    rbacVerb: 'get',
-    resource: 'pods/log',
-    shown: `${what} pod`,
-    name: podName,
-    namespace: ns,
-  };
+  const op = { verb: 'read the logs of', rbacVerb: 'get', resource: 'pods/log', shown: `${what} pod`, name: podName };
   try {
-    const request = new Log(session.kc).log(ns, podName, container, sink, { follow: flags.follow });
-    await (flags.follow
+    const request = new Log(session.kc).log(ns, podName, container, sink, { follow });
+    await (follow
       ? request
       : Promise.race([
           request,
@@ -174,7 +191,7 @@ export async function logs(args: string[], flags: Flags): Promise<number> {
       const said = status.message || `HTTP ${status.code} ${STATUS_CODES[status.code] ?? ''}`.trimEnd();
       return noLogs(pod, what, `its node did not serve them (${said})`, EXIT.error, scrub);
     }
-    throw explain(err, { user: session.kubeconfigUser, ...op }, session.server);
+    throw explain(err, { user: session.kubeconfigUser, ...op, namespace: ns }, session.server);
   }
   await ended;
   if (bytes === 0) {
