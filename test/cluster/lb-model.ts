@@ -82,6 +82,8 @@ export interface LoadBalancer {
   targets: () => Target[];
   /** Connections open through the listener, by target. */
   open: () => Promise<Record<string, number>>;
+  /** Client connections open at the listener, those it refused included. */
+  clients: () => Promise<number>;
   stop: () => Promise<void>;
 }
 
@@ -106,6 +108,7 @@ export async function startLoadBalancer(
     gate,
     targets: () => [...(groups.byService.get(options.service)?.values() ?? [])],
     open: async () => (await call<{ open: Record<string, number> }>('/lb/open', { listener })).open,
+    clients: async () => (await call<{ clients: number }>('/lb/open', { listener })).clients,
     stop: async () => {
       await loop.stop();
       await call('/lb/close', { listener });
@@ -261,6 +264,8 @@ export interface GatewayModel {
   targets: () => BackendTarget[];
   /** Connections open through the listener, by target. */
   open: () => Promise<Record<string, number>>;
+  /** Client connections open at the listener, those it refused included. */
+  clients: () => Promise<number>;
   /** Stops following routes, closes the listener, deletes the Gateway and its GatewayClass. */
   stop: () => Promise<void>;
 }
@@ -319,6 +324,7 @@ export async function startGateway(
     targets: () =>
       [...groups.byService].flatMap(([service, group]) => [...group.values()].map((t) => ({ ...t, service }))),
     open: async () => (await call<{ open: Record<string, number> }>('/lb/open', { listener })).open,
+    clients: async () => (await call<{ clients: number }>('/lb/open', { listener })).clients,
     stop: async () => {
       await loop.stop();
       await call('/lb/close', { listener });

@@ -222,5 +222,10 @@ describe.skipIf(skip !== undefined)(`the load balancer model${skip ? ` (skipped:
     // At the drain delay's end the target is gone and what is still open on it is cut.
     await waitForTargets('the blue targets', blue, 'gone');
     expect((await held[1])?.error).toBeDefined();
+    // Every connection made here is over: each closes at the listener too, those answered 503 included
+    // (the traffic bench makes thousands of those and must not run out of descriptors).
+    await waitFor('no client connection left open at the listener', async () =>
+      (await lb.clients()) === 0 ? true : undefined,
+    );
   });
 });

@@ -271,7 +271,13 @@ function lbConnection(lb: LbListener, client: net.Socket): void {
   // A client may reset its connection at any time, a 503 answered or not: an unhandled 'error' would end the agent.
   client.on('error', () => client.destroy());
   const target = lbTarget(lb);
-  if (typeof target !== 'string') return void client.end(target.refuse);
+  if (typeof target !== 'string') {
+    // Read (and drop) what the client sends: a socket nobody reads never sees the client's FIN,
+    // so it never closes, and each refused connection kept its descriptor (the traffic bench's
+    // agent reached its limit of 20,000 after some 18,000 answers of 503, and every request failed with EMFILE).
+    client.resume();
+    return void client.end(target.refuse);
+  }
   const [host, port] = target.split(':');
   const pod = [...servers.values()].find((s) => `${s.req.ip}:${s.req.port}` === target);
   if (pod) noteAccepted(`${client.remoteAddress}:${client.remotePort}`, pod.req);
@@ -441,6 +447,7 @@ function routes(config: AgentConfig): Record<string, Route> {
     },
     '/lb/open': async (b) => ({
       open: Object.fromEntries([...lbOf(b).open].map(([target, sockets]) => [target, sockets.size])),
+      clients: lbOf(b).clients.size,
     }),
     '/lb/close': async (b) => lbClose(String(b.listener)).then(() => ({})),
     '/entry/open': async (b) =>
