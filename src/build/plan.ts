@@ -281,6 +281,15 @@ export function usageError(text: string, max = 1024): string | undefined {
   return error ? error.trim().slice(0, max) : undefined;
 }
 
+/**
+ * A command that stopped before it built and printed its usage after its error (kaniko's is
+ * about 8 KB): the kubelet's tail of its log, the termination message, then holds usage only,
+ * and its error is at the top of the log, which the caller reads to put before the tail.
+ */
+export function stoppedAtUsage(text: string): boolean {
+  return usageError(text) === undefined && /^Use ".*--help" for more information/m.test(text);
+}
+
 /** The tail of a build log for status: a few lines, bounded. */
 export function lastLines(text: string, lines = 10, max = 1024): string {
   const tail = text.trimEnd().split('\n').slice(-lines).join('\n');

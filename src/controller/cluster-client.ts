@@ -52,6 +52,14 @@ export class ClusterClient extends Writer {
     return { uid: secret.metadata?.uid ?? '', type: secret.type ?? 'Opaque', data: secret.data ?? {} };
   }
 
+  /** The first bytes of a container's log, or undefined when the node does not serve it. */
+  async readLogHead(namespace: string, name: string, container: string, bytes: number): Promise<string | undefined> {
+    return this.core
+      .readNamespacedPodLog({ namespace, name, container, limitBytes: bytes })
+      .then((log) => String(log))
+      .catch(() => undefined);
+  }
+
   /** The names of the Secret's keys (never its values), or undefined when there is no such Secret. */
   /** The uids of a Secret's owners, or undefined when there is no such Secret. */
   async readOwners(_kind: 'secret', namespace: string, name: string): Promise<string[] | undefined> {

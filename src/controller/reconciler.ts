@@ -18,9 +18,9 @@ import { FINALIZER, LABEL_APP, LABEL_HASH } from '../app/labels.ts';
 import { ANALYSIS_FIELD, type App, type AppStatus } from '../app/schema.ts';
 import { validateApp } from '../app/validate.ts';
 import type { BuildImages } from '../build/images.ts';
-import { buildSpecHash } from '../build/job.ts';
+import { BUILD_CONTAINER, buildSpecHash } from '../build/job.ts';
 import { type BuildNetwork, type CaSource, caSourceProblem } from '../build/network.ts';
-import { type BuildPlan, orphanedJobs, planBuild } from '../build/plan.ts';
+import { type BuildPlan, type ObservedBuildPod, orphanedJobs, planBuild, stoppedAtUsage } from '../build/plan.ts';
 import type { BuildDefaults } from '../build/registry.ts';
 import {
   buildTransitionEvents,
@@ -100,7 +100,7 @@ export interface ReconcilerCaches {
 
 /** The reconciler's calls of its client: the executor's writes, its status write and the reads the caches cannot serve. */
 export type ReconcilerClient = ExecutorClient &
-  Pick<ClusterClient, 'writeStatus' | 'readConfigSource' | 'readSecretKeys' | 'listPods'>;
+  Pick<ClusterClient, 'writeStatus' | 'readConfigSource' | 'readSecretKeys' | 'listPods' | 'readLogHead'>;
 
 export interface ReconcilerOptions {
   caches: ReconcilerCaches;
@@ -175,12 +175,16 @@ const CATCH_UP_POLL_MS = 50;
 const CATCH_UP_MAX_MS = 5_000;
 /** How often a ping-pong App looks again while the route cache makes its first list. */
 const ROUTE_SYNC_POLL_MS = 250;
+/** The head of a failed build's log read for its error line, and how many are kept (withLogHead). */
+const LOG_HEAD_BYTES = 2048;
+const LOG_HEADS_KEPT = 256;
 
 export class Reconciler {
   private readonly o: ReconcilerOptions;
   private readonly executor: Executor;
   /** What this replica keeps of each App between reconciles, with the one forget(). */
   private readonly memory: AppMemory;
+  private readonly logHeads = new Map<string, string>();
 
   constructor(options: ReconcilerOptions) {
     this.o = options;
@@ -658,7 +662,8 @@ export class Reconciler {
 
   private async planBuilds(app: App, r: Reconciliation): Promise<BuildPlan> {
     const namespace = r.target.namespace;
-    const { jobs, pods } = this.buildObjects(r.key);
+    const { jobs, pods: cached } = this.buildObjects(r.key);
+    const pods = await Promise.all(cached.map((pod) => this.withLogHead(pod)));
     const commit = app.status?.source?.commit;
     const secretName = app.spec.source?.git.secretRef?.name;
     const defaults = this.o.buildDefaults;
@@ -684,6 +689,23 @@ export class Reconciler {
       ...(this.o.buildNetwork ? { network: this.o.buildNetwork } : {}),
       ...(caProblem ? { caProblem } : {}),
     });
+  }
+
+  /**
+   * A build pod that stopped at its usage (stoppedAtUsage) with the head of its log, where its
+   * error is, before its termination message; read once per pod, as a finished pod's log stays.
+   */
+  private async withLogHead(pod: ObservedBuildPod): Promise<ObservedBuildPod> {
+    if (pod.message === undefined || !stoppedAtUsage(pod.message)) return pod;
+    const key = `${pod.namespace}/${pod.name}`;
+    let head = this.logHeads.get(key);
+    if (head === undefined) {
+      head = (await this.o.client.readLogHead(pod.namespace, pod.name, BUILD_CONTAINER, LOG_HEAD_BYTES)) ?? '';
+      this.logHeads.set(key, head);
+      // A few failed pods at a time: the oldest goes first.
+      if (this.logHeads.size > LOG_HEADS_KEPT) this.logHeads.delete(this.logHeads.keys().next().value ?? '');
+    }
+    return head === '' ? pod : { ...pod, message: `${head.trimEnd()}\n${pod.message}` };
   }
 
   /**

@@ -35,6 +35,12 @@ export interface BuildRunnerOptions {
    * Job (build-runner/registry-mirror.ts). Off by default.
    */
   dockerHubMirror?: string;
+  /**
+   * Host names the build containers resolve, to addresses (/etc/hosts), as a cluster's DNS would
+   * give them: a registry with a TLS certificate for its name (BuildKit speaks plain HTTP to a
+   * loopback address). None by default.
+   */
+  hosts?: Record<string, string>;
   log?: (line: string) => void;
 }
 
@@ -79,6 +85,7 @@ export function startBuildRunner(options: BuildRunnerOptions): BuildRunner {
       extraCaPem: options.extraCaPem,
       workRoot,
       dockerHubMirror: options.dockerHubMirror,
+      hosts: options.hosts,
     });
     running.set(name, started);
     await publishLogs(pod, plan.containerName, started.criLogFile).catch((err) =>
@@ -148,8 +155,21 @@ async function planFor(core: CoreV1Api, pod: V1Pod): Promise<ContainerPlan | Con
     for (const [key, value] of Object.entries(secret.data ?? {})) data[key] = Buffer.from(value, 'base64');
     secrets.set(name, data);
   }
+  const configMaps = new Map<string, SecretData>();
+  for (const name of configMapNames(pod)) {
+    const configMap = await core.readNamespacedConfigMap({ name, namespace }).catch(() => undefined);
+    if (!configMap) continue;
+    const data: SecretData = {};
+    for (const [key, value] of Object.entries(configMap.data ?? {})) data[key] = Buffer.from(value, 'utf8');
+    for (const [key, value] of Object.entries(configMap.binaryData ?? {})) data[key] = Buffer.from(value, 'base64');
+    configMaps.set(name, data);
+  }
   try {
-    return planContainer(pod, (name) => secrets.get(name));
+    return planContainer(
+      pod,
+      (name) => secrets.get(name),
+      (name) => configMaps.get(name),
+    );
   } catch (err) {
     if (err instanceof ContainerConfigError) return err;
     throw err;
@@ -158,9 +178,21 @@ async function planFor(core: CoreV1Api, pod: V1Pod): Promise<ContainerPlan | Con
 
 function secretNames(pod: V1Pod): Set<string> {
   const names = new Set<string>();
-  for (const v of pod.spec?.volumes ?? []) if (v.secret?.secretName) names.add(v.secret.secretName);
+  for (const v of pod.spec?.volumes ?? []) {
+    if (v.secret?.secretName) names.add(v.secret.secretName);
+    for (const source of v.projected?.sources ?? []) if (source.secret?.name) names.add(source.secret.name);
+  }
   for (const c of pod.spec?.containers ?? []) {
     for (const e of c.env ?? []) if (e.valueFrom?.secretKeyRef?.name) names.add(e.valueFrom.secretKeyRef.name);
+  }
+  return names;
+}
+
+function configMapNames(pod: V1Pod): Set<string> {
+  const names = new Set<string>();
+  for (const v of pod.spec?.volumes ?? []) {
+    if (v.configMap?.name) names.add(v.configMap.name);
+    for (const source of v.projected?.sources ?? []) if (source.configMap?.name) names.add(source.configMap.name);
   }
   return names;
 }

@@ -108,8 +108,11 @@ export interface GitHttpsServer {
   stop(): Promise<void>;
 }
 
-/** A throwaway certificate for 127.0.0.1 (PEM key and cert), for the test servers. */
-export async function selfSignedCertificate(): Promise<{ key: string; cert: string }> {
+/**
+ * A throwaway certificate for 127.0.0.1 (PEM key and cert), for the test servers; and for a host
+ * name besides, when one is given (a registry a build must reach by name).
+ */
+export async function selfSignedCertificate(dnsName?: string): Promise<{ key: string; cert: string }> {
   const dir = await mkdtemp(join(tmpdir(), 'teal-cert-'));
   try {
     const key = join(dir, 'key.pem');
@@ -125,9 +128,9 @@ export async function selfSignedCertificate(): Promise<{ key: string; cert: stri
       '-days',
       '1',
       '-subj',
-      '/CN=127.0.0.1',
+      `/CN=${dnsName ?? '127.0.0.1'}`,
       '-addext',
-      'subjectAltName=IP:127.0.0.1',
+      `subjectAltName=${dnsName ? `DNS:${dnsName},` : ''}IP:127.0.0.1`,
       '-keyout',
       key,
       '-out',

@@ -63,7 +63,7 @@ describe('planContainer', () => {
     });
     expect(plan.mounts).toEqual([
       {
-        kind: 'secret',
+        kind: 'files',
         mountPath: '/home/user/.docker',
         readOnly: true,
         files: [{ path: 'config.json', content: Buffer.from('{"auths":{}}'), mode: 0o644 }],
@@ -93,6 +93,37 @@ describe('planContainer', () => {
     expect(noToken.env.GIT_PASSWORD).toBeUndefined();
     expect(() => planContainer(buildPod('buildkit'), (n) => (n === 'harbor-push' ? undefined : lookup(n)))).toThrow(
       new ContainerConfigError('secret "harbor-push" not found'),
+    );
+  });
+
+  it("lays out the build CAs' projected volume: the App's Secret key and the operator's ConfigMap key, one file each", () => {
+    const input = gitApp('weather');
+    input.metadata = { name: 'weather', namespace: 'ns', uid: 'u1', generation: 1 };
+    if (input.spec.build) input.spec.build.caSecretRef = { name: 'corp-ca' };
+    const result = validateApp(input);
+    if (!result.ok) throw new Error(result.errors.join('\n'));
+    const job = buildJobManifest({
+      app: result.app,
+      commit: COMMIT,
+      ref: 'refs/heads/main',
+      images: DEFAULT_BUILD_IMAGES,
+      network: { caConfigMap: { name: 'bundle', key: 'root.pem' } },
+    });
+    const pod = { metadata: { name: 'p', namespace: 'ns' }, spec: job.spec.template.spec } as V1Pod;
+    const withCa = (n: string) =>
+      n === 'corp-ca' ? { 'ca.crt': Buffer.from('A'), 'tls.key': Buffer.from('K') } : lookup(n);
+    const plan = planContainer(pod, withCa, (n) => (n === 'bundle' ? { 'root.pem': Buffer.from('B') } : undefined));
+    expect(plan.mounts).toContainEqual({
+      kind: 'files',
+      mountPath: '/home/user/.teal-ca',
+      readOnly: true,
+      files: [
+        { path: 'app-ca.crt', content: Buffer.from('A'), mode: 0o444 },
+        { path: 'cluster-ca.crt', content: Buffer.from('B'), mode: 0o444 },
+      ],
+    });
+    expect(() => planContainer(pod, withCa, () => undefined)).toThrow(
+      new ContainerConfigError('configmap "bundle" not found'),
     );
   });
 

@@ -23,6 +23,7 @@ import {
   type ObservedJob,
   orphanedJobs,
   planBuild,
+  stoppedAtUsage,
   usageError,
 } from '../../src/build/plan.ts';
 import { imageRepository, pushSecretName, registryProblem } from '../../src/build/registry.ts';
@@ -437,6 +438,31 @@ describe('the failure a build pod leaves', () => {
     ].join('\n');
     expect(usageError(log)).toBe('Error: error resolving source context: authentication required');
     expect(lastLines(log)).toContain('--snapshot-mode');
+  });
+
+  it("is found at the head of the log when the kubelet's tail holds the usage only (stoppedAtUsage)", () => {
+    const tail = [
+      '      --snapshot-mode string   Change the file attributes inspected during snapshotting (default "full")',
+      '  -v, --verbosity string       Log level (trace, debug, info, warn, error, fatal, panic) (default "info")',
+      '',
+      'Use "executor [command] --help" for more information about a command.',
+    ].join('\n');
+    expect(stoppedAtUsage(tail)).toBe(true);
+    const head =
+      'Error: error resolving source context: x509: certificate signed by unknown authority\nUsage:\n  executor [flags]';
+    expect(stoppedAtUsage(`${head}\n${tail}`)).toBe(false);
+    expect(stoppedAtUsage('ERROR: process "/bin/sh -c exit 3" did not complete successfully: exit code: 3')).toBe(
+      false,
+    );
+    const failed = planBuild({
+      app: app(),
+      jobs: [job(C1, { outcome: 'Failed', active: 0 })],
+      pods: [pod('Failed', `${head}\n${tail}`)],
+      images,
+    });
+    expect(failed.failure).toMatch(
+      /Error: error resolving source context: x509: certificate signed by unknown authority$/,
+    );
   });
 
   it('is the tail of the log otherwise', () => {

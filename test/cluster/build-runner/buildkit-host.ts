@@ -16,6 +16,7 @@ import {
   createWorkdir,
   HOST_CA_BUNDLE,
   type HostOptions,
+  hostsFile,
   prepareVolumes,
   type Running,
   runLogged,
@@ -34,6 +35,9 @@ export async function startBuildkitContainer(plan: ContainerPlan, options: HostO
   ];
   if (options.extraCaPem) {
     binds.push({ source: await caBundle(work, options.extraCaPem), destination: HOST_CA_BUNDLE, readOnly: true });
+  }
+  if (options.hosts) {
+    binds.push({ source: await hostsFile(work, options.hosts), destination: '/etc/hosts', readOnly: true });
   }
   if (options.dockerHubMirror) {
     const config = join(work, 'buildkitd.toml');

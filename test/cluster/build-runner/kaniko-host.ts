@@ -11,7 +11,15 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { ContainerPlan } from './pod-plan.ts';
 import { kanikoMirrorEnv } from './registry-mirror.ts';
-import { caBundle, createWorkdir, type HostOptions, prepareVolumes, type Running, runLogged } from './workdir.ts';
+import {
+  caBundle,
+  createWorkdir,
+  type HostOptions,
+  hostsFile,
+  prepareVolumes,
+  type Running,
+  runLogged,
+} from './workdir.ts';
 
 const run = promisify(execFile);
 
@@ -95,5 +103,5 @@ async function imageRootfs(rootfs: string, options: HostOptions): Promise<void> 
   );
   await copyFile('/etc/resolv.conf', join(rootfs, 'etc', 'resolv.conf')).catch(() => {});
   await writeFile(join(rootfs, 'etc', 'nsswitch.conf'), 'hosts: files dns\n');
-  await writeFile(join(rootfs, 'etc', 'hosts'), '127.0.0.1 localhost\n::1 localhost\n');
+  await copyFile(await hostsFile(join(rootfs, '..', '..'), options.hosts), join(rootfs, 'etc', 'hosts'));
 }

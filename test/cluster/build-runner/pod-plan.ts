@@ -1,8 +1,9 @@
 // What a kubelet makes of a build pod's container before it starts it: the
 // argv (the image's entrypoint unless the pod names a command), the env (the
 // image's, then the pod's, with Secret references resolved), the volume mounts
-// (Secret items as files, emptyDirs) and the termination message policy.
-// Pure: the Secrets come in as data, so the rules are unit-tested.
+// (the items of Secret, ConfigMap and projected volumes as files, emptyDirs,
+// hostPaths) and the termination message policy.
+// Pure: the Secrets and ConfigMaps come in as data, so the rules are unit-tested.
 import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
 
 /** What the build engines' images bring that a pod spec does not say. */
@@ -66,7 +67,8 @@ export interface PlannedFile {
 }
 
 export type PlannedMount =
-  | { kind: 'secret'; mountPath: string; readOnly: boolean; files: PlannedFile[] }
+  /** A Secret, ConfigMap or projected volume: its items as files. */
+  | { kind: 'files'; mountPath: string; readOnly: boolean; files: PlannedFile[] }
   | { kind: 'emptyDir'; mountPath: string }
   /** A folder of the host, bound as it is (the operator image's build: its context, BuildKit's cache). */
   | { kind: 'hostPath'; path: string; mountPath: string; readOnly: boolean };
@@ -87,7 +89,11 @@ export interface ContainerPlan {
 export class ContainerConfigError extends Error {}
 
 /** The plan for the pod's single container; throws ContainerConfigError where a kubelet would refuse it. */
-export function planContainer(pod: V1Pod, secrets: (name: string) => SecretData | undefined): ContainerPlan {
+export function planContainer(
+  pod: V1Pod,
+  secrets: (name: string) => SecretData | undefined,
+  configMaps: (name: string) => SecretData | undefined = () => undefined,
+): ContainerPlan {
   const container = pod.spec?.containers[0];
   if (!container || (pod.spec?.containers.length ?? 0) !== 1) {
     throw new ContainerConfigError('a build pod has exactly one container');
@@ -102,7 +108,7 @@ export function planContainer(pod: V1Pod, secrets: (name: string) => SecretData 
     argv: argvOf(container, config),
     env: { ...config.env, HOSTNAME: pod.metadata?.name ?? '', ...containerEnv(container, secrets) },
     mounts: (container.volumeMounts ?? []).map((m) =>
-      planMount(m.mountPath, m.readOnly ?? false, volumeNamed(pod, m.name), secrets),
+      planMount(m.mountPath, m.readOnly ?? false, volumeNamed(pod, m.name), { secrets, configMaps }),
     ),
     terminationMessagePath: container.terminationMessagePath ?? '/dev/termination-log',
     fallbackToLogs: container.terminationMessagePolicy === 'FallbackToLogsOnError',
@@ -135,35 +141,80 @@ function volumeNamed(pod: V1Pod, name: string): V1Volume {
   return volume;
 }
 
-function planMount(
-  mountPath: string,
-  readOnly: boolean,
-  volume: V1Volume,
-  secrets: (name: string) => SecretData | undefined,
-): PlannedMount {
+interface VolumeData {
+  secrets: (name: string) => SecretData | undefined;
+  configMaps: (name: string) => SecretData | undefined;
+}
+
+function planMount(mountPath: string, readOnly: boolean, volume: V1Volume, data: VolumeData): PlannedMount {
   if (volume.emptyDir) return { kind: 'emptyDir', mountPath };
   if (volume.hostPath) return { kind: 'hostPath', path: volume.hostPath.path, mountPath, readOnly };
-  const source = volume.secret;
-  if (!source) {
-    throw new ContainerConfigError(`volume ${volume.name}: only secret, emptyDir and hostPath volumes are played`);
+  const files = (sources: FileSource[], defaultMode = 0o644): PlannedMount => ({
+    kind: 'files',
+    mountPath,
+    readOnly,
+    files: sources.flatMap((source) => filesOf(source, defaultMode)),
+  });
+  if (volume.secret) {
+    const { secretName = '', items, optional } = volume.secret;
+    return files(
+      [{ kind: 'secret', name: secretName, data: data.secrets(secretName), items, optional }],
+      volume.secret.defaultMode,
+    );
   }
-  const data = secrets(source.secretName ?? '');
+  if (volume.configMap) {
+    const { name = '', items, optional } = volume.configMap;
+    return files(
+      [{ kind: 'configmap', name, data: data.configMaps(name), items, optional }],
+      volume.configMap.defaultMode,
+    );
+  }
+  if (volume.projected) {
+    const sources = (volume.projected.sources ?? []).map((source): FileSource => {
+      if (source.secret) {
+        const { name = '', items, optional } = source.secret;
+        return { kind: 'secret', name, data: data.secrets(name), items, optional };
+      }
+      if (source.configMap) {
+        const { name = '', items, optional } = source.configMap;
+        return { kind: 'configmap', name, data: data.configMaps(name), items, optional };
+      }
+      throw new ContainerConfigError(`volume ${volume.name}: only secret and configMap projections are played`);
+    });
+    return files(sources, volume.projected.defaultMode);
+  }
+  throw new ContainerConfigError(
+    `volume ${volume.name}: only secret, configMap, projected, emptyDir and hostPath volumes are played`,
+  );
+}
+
+/** A Secret or a ConfigMap a volume (or one of its projections) takes files from. */
+interface FileSource {
+  kind: 'secret' | 'configmap';
+  name: string;
+  data: SecretData | undefined;
+  items?: { key: string; path: string; mode?: number }[];
+  optional?: boolean;
+}
+
+/** Its items as files, as a kubelet lays them out; a missing object or key fails the mount unless optional. */
+function filesOf(source: FileSource, defaultMode: number): PlannedFile[] {
+  const { kind, name, data, optional } = source;
   if (!data) {
-    if (source.optional) return { kind: 'secret', mountPath, readOnly, files: [] };
-    throw new ContainerConfigError(`secret "${source.secretName}" not found`);
+    if (optional) return [];
+    throw new ContainerConfigError(`${kind} "${name}" not found`);
   }
-  const defaultMode = source.defaultMode ?? 0o644;
   const items = source.items ?? Object.keys(data).map((key) => ({ key, path: key, mode: undefined }));
   const files: PlannedFile[] = [];
   for (const item of items) {
     const content = data[item.key];
     if (content === undefined) {
-      if (source.optional) continue;
-      throw new ContainerConfigError(`secret "${source.secretName}" has no key "${item.key}"`);
+      if (optional) continue;
+      throw new ContainerConfigError(`${kind} "${name}" has no key "${item.key}"`);
     }
     files.push({ path: item.path, content, mode: item.mode ?? defaultMode });
   }
-  return { kind: 'secret', mountPath, readOnly, files };
+  return files;
 }
 
 /** A kubelet's limits on a termination message and on the log tail that stands in for it. */

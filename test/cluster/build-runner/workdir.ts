@@ -18,6 +18,8 @@ export interface HostOptions {
   workRoot: string;
   /** host:port of a registry standing in for Docker Hub (registry-mirror.ts); none by default. */
   dockerHubMirror?: string;
+  /** Names the container resolves to these addresses, besides localhost (its /etc/hosts). */
+  hosts?: Record<string, string> | undefined;
   /** The container's output as it comes (make image prints BuildKit's progress). */
   onOutput?: (chunk: Buffer) => void;
 }
@@ -87,6 +89,14 @@ export async function prepareVolumes(
     binds.push({ source, destination: mount.mountPath, readOnly: mount.readOnly });
   }
   return binds;
+}
+
+/** The container's /etc/hosts: localhost, and the names it is to resolve. */
+export async function hostsFile(work: string, hosts: Record<string, string> | undefined): Promise<string> {
+  const path = join(work, 'hosts');
+  const lines = ['127.0.0.1 localhost', '::1 localhost', ...Object.entries(hosts ?? {}).map(([n, a]) => `${a} ${n}`)];
+  await writeFile(path, `${lines.join('\n')}\n`, { mode: 0o644 });
+  return path;
 }
 
 /** The host's CA bundle plus the extra certificates, as the image's bundle. */
