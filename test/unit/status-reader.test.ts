@@ -37,6 +37,30 @@ const FULL: AppStatus = {
   active: revision(2),
   preview: revision(3),
   stable: revision(2),
+  previews: {
+    listedAt: T0,
+    pullRequests: [
+      {
+        number: 7,
+        name: 'web-pr-7',
+        head: 'a'.repeat(40),
+        state: 'Ready',
+        url: 'https://web-pr-7.preview.example.com',
+        message: 'revision 1 is active',
+        expired: 'b'.repeat(40),
+        reported: {
+          status: {
+            sha: 'a'.repeat(40),
+            state: 'success',
+            description: 'ready',
+            targetUrl: 'https://x.example',
+            at: T0,
+          },
+          comment: { hash: 'c'.repeat(64), at: T0 },
+        },
+      },
+    ],
+  },
   history: [
     { revision: 1, image: revision(1).image, createdAt: T0, promotedAt: T0, promotedVia: 'first-release' },
     { revision: 2, image: revision(2).image, createdAt: T0, promotedAt: T0, promotedVia: 'cli', checksSkipped: true },
