@@ -349,44 +349,54 @@ function reportComment(r: Round, body: string, number: number, prior: PreviewSta
   else r.actions.push({ kind: 'editComment', number, body, hash });
 }
 
+/** The pull request has a child App after this round (or keeps one at an approved commit). */
+const hasChild = (r: Round, lc: Lifecycle, number: number, view: StateView) =>
+  view.state !== 'Expired' && (r.children.has(number) || lc.wanted.some((w) => w.pr.number === number));
+
+/** What the reports of one pull request are about this round. */
+function contextOf(r: Round, verdict: Exclude<Verdict, { kind: 'none' }>, lc: Lifecycle): ReportContext {
+  const number = verdict.pr.number;
+  const view = viewOf(r, verdict, lc);
+  return {
+    view,
+    asleep: lc.asleep.has(number),
+    head: verdict.pr.headSha,
+    url: hasChild(r, lc, number, view) ? urlOf(r, number) : undefined,
+    approvalLabel: r.previews.forks.approvalLabel,
+  };
+}
+
+/** The pull request's entry in status.previews; `name` while it has (or gets) a child App. */
+function statusEntry(pr: PullRequest, context: ReportContext, name: string | undefined, prior?: PreviewStatus) {
+  const { view, url } = context;
+  // An expired preview's head is the pull request's: a preview of an older commit is not idle (activity is a new commit).
+  const expired = view.state === 'Expired' ? context.head : undefined;
+  const entry: PreviewStatus = {
+    number: pr.number,
+    ...(name ? { name } : {}),
+    head: pr.headSha,
+    state: shownState(context),
+    ...(url ? { url } : {}),
+    ...(view.message ? { message: withoutCredentials(view.message).slice(0, 1024) } : {}),
+    ...(expired ? { expired } : {}),
+    ...(prior?.reported ? { reported: prior.reported } : {}),
+  };
+  return entry;
+}
+
 /** Each pull request with a preview (or waiting for one): its reports, and its entry in status.previews. */
 function report(r: Round, verdicts: readonly Verdict[], lc: Lifecycle): PreviewStatus[] {
   return verdicts.flatMap((verdict) => {
     if (verdict.kind === 'none') return [];
     const { pr } = verdict;
     const prior = r.prior.get(pr.number);
-    const view = viewOf(r, verdict, lc);
-    const child = r.children.get(pr.number);
-    const hasChild =
-      view.state !== 'Expired' && (child !== undefined || lc.wanted.some((w) => w.pr.number === pr.number));
-    const url = hasChild ? urlOf(r, pr.number) : undefined;
-    const asleep = lc.asleep.has(pr.number);
-    const context: ReportContext = {
-      view,
-      asleep,
-      head: pr.headSha,
-      url,
-      approvalLabel: r.previews.forks.approvalLabel,
-    };
+    const context = contextOf(r, verdict, lc);
     const name = previewName(r.parent.metadata.name, pr.number);
     const namespace = r.parent.metadata.namespace ?? 'default';
+    const child = r.children.get(pr.number);
     reportStatus(r, pr, context, prior);
     reportComment(r, commentBody({ ...context, pr, child, name, namespace }), pr.number, prior);
-    const expired =
-      view.state === 'Expired'
-        ? (lc.expired.find((c) => c.pr.number === pr.number)?.head ?? prior?.expired)
-        : undefined;
-    const entry: PreviewStatus = {
-      number: pr.number,
-      ...(hasChild ? { name } : {}),
-      head: pr.headSha,
-      state: shownState(context),
-      ...(url ? { url } : {}),
-      ...(view.message ? { message: withoutCredentials(view.message).slice(0, 1024) } : {}),
-      ...(expired ? { expired } : {}),
-      ...(prior?.reported ? { reported: prior.reported } : {}),
-    };
-    return [entry];
+    return [statusEntry(pr, context, hasChild(r, lc, pr.number, context.view) ? name : undefined, prior)];
   });
 }
 
