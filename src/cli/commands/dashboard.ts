@@ -108,6 +108,38 @@ export async function dashboard(_args: string[], flags: Flags): Promise<number> 
   if (local && !local.ok) throw new UsageError(local.reason, 'dashboard');
   const namespace = flags.namespace ?? DEFAULT_OPERATOR_NAMESPACE;
   const session = new Session({ kubeconfig: flags.kubeconfig, context: flags.context, namespace });
+  const token = await bearerTokenOf(session);
+  const way = local?.ok ? directWay(local.address) : await portForwardWay(session, namespace, flags.service);
+  let lastError: unknown;
+  const problem = (err: unknown) => (local?.ok ? messageOf(err) : portForwardProblem(err, namespace));
+  const relay = await startRelay(port, way.join, (err) => {
+    lastError = err;
+    warn(local?.ok ? `could not reach ${way.via}: ${messageOf(err)}` : problem(err));
+  }).catch((err: unknown) => {
+    throw new CliError(`could not listen on ${LISTEN_HOST}:${port}: ${messageOf(err)}`);
+  });
+  try {
+    const base = `http://${LISTEN_HOST}:${relay.port}`;
+    let url: string;
+    try {
+      url = `${base}${loginCodePath((await askLoginCode(relay.port, token, way.via)).code)}`;
+    } catch (err) {
+      // Reached, but hung up on plain HTTP: the one failure a TLS operator causes.
+      if (lastError === undefined && (err as NodeJS.ErrnoException).code === 'ECONNRESET') {
+        if (await speaksTls(relay.port)) throw new CliError(tlsOperatorProblem(way.via));
+      }
+      throw new CliError(problem(lastError ?? err));
+    }
+    await welcome(base, url, way.via, flags.noBrowser);
+    await untilStopped();
+  } finally {
+    await relay.close();
+  }
+  return EXIT.ok;
+}
+
+/** The kubeconfig user's bearer token, which buys the single-use login code. */
+async function bearerTokenOf(session: Session): Promise<string> {
   let token: string | undefined;
   try {
     token = await kubeconfigBearerToken(session.kc);
@@ -117,60 +149,45 @@ export async function dashboard(_args: string[], flags: Flags): Promise<number> 
     );
   }
   if (token === undefined) throw new CliError(noTokenMessage(userWithoutToken(session.kc)));
+  return token;
+}
 
-  let join: Connector;
-  let via: string;
-  let lastError: unknown;
-  if (local?.ok) {
-    join = tcpConnector(local.address.host, local.address.port);
-    via = `the operator at ${local.address.origin}`;
+/** How the relay reaches the operator, and how to name that to the user. */
+interface Way {
+  join: Connector;
+  via: string;
+}
+
+/** --address: straight to an operator reachable from here. */
+function directWay(address: { host: string; port: number; origin: string }): Way {
+  return { join: tcpConnector(address.host, address.port), via: `the operator at ${address.origin}` };
+}
+
+/** A port-forward through the API server to a ready operator pod, found again after a connection failed. */
+async function portForwardWay(session: Session, namespace: string, service: string | undefined): Promise<Way> {
+  const first = await findTarget(session, namespace, service);
+  let next: Promise<ForwardTarget> | undefined = Promise.resolve(first);
+  const join = portForwardConnector(
+    session.kc,
+    () => {
+      // The pod found first, then (after a connection failed) whichever is ready now.
+      const target = next ?? findTarget(session, namespace, service);
+      next = undefined;
+      return target;
+    },
+    (message) => warn(`port-forward: ${message}`),
+  );
+  return { join, via: `the operator (a port-forward to pod ${first.namespace}/${first.pod}, port ${first.port})` };
+}
+
+/** Says where the dashboard is, and opens the browser at the login URL unless told not to or it cannot. */
+async function welcome(base: string, url: string, via: string, noBrowser: boolean): Promise<void> {
+  say(`Serving the Teal dashboard on ${base}/ from ${via}.`);
+  if (noBrowser || !(await openBrowser(url))) {
+    say("Open this URL within 30 s to log in as the kubeconfig's user (it works once):");
+    say(`  ${url}`);
   } else {
-    const first = await findTarget(session, namespace, flags.service);
-    let next: Promise<ForwardTarget> | undefined = Promise.resolve(first);
-    join = portForwardConnector(
-      session.kc,
-      () => {
-        // The pod found first, then (after a connection failed) whichever is ready now.
-        const target = next ?? findTarget(session, namespace, flags.service);
-        next = undefined;
-        return target;
-      },
-      (message) => warn(`port-forward: ${message}`),
-    );
-    via = `the operator (a port-forward to pod ${first.namespace}/${first.pod}, port ${first.port})`;
+    say("Opened your browser, logged in as the kubeconfig's user by a single-use code.");
   }
-  const relay = await startRelay(port, join, (err) => {
-    lastError = err;
-    warn(local?.ok ? `could not reach ${via}: ${messageOf(err)}` : portForwardProblem(err, namespace));
-  }).catch((err: unknown) => {
-    throw new CliError(`could not listen on ${LISTEN_HOST}:${port}: ${messageOf(err)}`);
-  });
-  try {
-    const base = `http://${LISTEN_HOST}:${relay.port}`;
-    const loginUrl = async () => {
-      try {
-        return `${base}${loginCodePath((await askLoginCode(relay.port, token, via)).code)}`;
-      } catch (err) {
-        // Reached, but hung up on plain HTTP: the one failure a TLS operator causes.
-        if (lastError === undefined && (err as NodeJS.ErrnoException).code === 'ECONNRESET') {
-          if (await speaksTls(relay.port)) throw new CliError(tlsOperatorProblem(via));
-        }
-        const cause = lastError ?? err;
-        throw new CliError(local?.ok ? messageOf(cause) : portForwardProblem(cause, namespace));
-      }
-    };
-    const url = await loginUrl();
-    say(`Serving the Teal dashboard on ${base}/ from ${via}.`);
-    if (flags.noBrowser || !(await openBrowser(url))) {
-      say("Open this URL within 30 s to log in as the kubeconfig's user (it works once):");
-      say(`  ${url}`);
-    } else {
-      say("Opened your browser, logged in as the kubeconfig's user by a single-use code.");
-    }
-    say('Press Ctrl-C to stop.');
-    await untilStopped();
-  } finally {
-    await relay.close();
-  }
-  return EXIT.ok;
+  say('Press Ctrl-C to stop.');
 }

@@ -99,7 +99,6 @@ async function watchApp(session: Session, name: string, show: (view: AppView) =>
 
   return new Promise<number>((resolve) => {
     let pending: NodeJS.Timeout | undefined;
-    const ns = session.namespace;
     const stops: (() => void)[] = [];
     // Only the App's own watch is essential; without another, the periodic redraw still catches up.
     const degrade = (err: CliError) => process.stderr.write(`warning: ${err.message}: redrawing every few seconds\n`);
@@ -121,7 +120,6 @@ async function watchApp(session: Session, name: string, show: (view: AppView) =>
       // Changes come in bursts (a scale-up touches the ReplicaSet and every pod): draw once per burst.
       pending = setTimeout(redraw, 150);
     };
-    const selector = { labelSelector: `${LABEL_APP}=${name}` };
     const finish = (code: number) => {
       for (const stop of stops) stop();
       builds.stop();
@@ -138,16 +136,31 @@ async function watchApp(session: Session, name: string, show: (view: AppView) =>
     process.once('SIGINT', interrupted);
     const ticker = every === undefined ? undefined : setInterval(redraw, every);
     stops.push(session.watchApp(name, changed, refused));
-    const workloads = [
-      { kind: 'replicasets', path: paths.replicaSets(ns), resource: 'replicasets.apps' },
-      { kind: 'pods', path: paths.pods(ns), resource: 'pods' },
-    ] as const;
-    for (const { kind, path, resource } of workloads) {
-      if (hidden.has(kind)) continue;
-      stops.push(session.watch(path, selector, changed, degrade, { verb: 'watch', resource, namespace: ns }));
-    }
+    stops.push(...watchWorkloads(session, name, paths, changed, degrade, hidden));
     builds.follow(first.app);
   });
+}
+
+/** Watches on the App's ReplicaSets and pods in its namespace, but those the user may not list. */
+function watchWorkloads(
+  session: Session,
+  name: string,
+  paths: Pick<typeof kubePaths, 'replicaSets' | 'pods'>,
+  changed: () => void,
+  degrade: (err: CliError) => void,
+  hidden: Hidden,
+): (() => void)[] {
+  const ns = session.namespace;
+  const selector = { labelSelector: `${LABEL_APP}=${name}` };
+  const workloads = [
+    { kind: 'replicasets', path: paths.replicaSets(ns), resource: 'replicasets.apps' },
+    { kind: 'pods', path: paths.pods(ns), resource: 'pods' },
+  ] as const;
+  return workloads
+    .filter(({ kind }) => !hidden.has(kind))
+    .map(({ path, resource }) =>
+      session.watch(path, selector, changed, degrade, { verb: 'watch', resource, namespace: ns }),
+    );
 }
 
 /**

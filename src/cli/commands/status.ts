@@ -48,45 +48,62 @@ const CODES = { Healthy: EXIT.ok, Degraded: EXIT.error, Paused: EXIT.paused } as
 
 export async function status(args: string[], flags: Flags): Promise<number> {
   const [name = ''] = args;
-  let timeoutMs: number;
-  try {
-    timeoutMs = parseDuration(flags.timeout ?? DEFAULT_TIMEOUT);
-  } catch (err) {
-    throw new UsageError(`--timeout: ${(err as Error).message}`, 'status');
-  }
+  const timeoutMs = timeoutOf(flags);
   const session = new Session(flags);
-  const colour = useColour();
-  const human = flags.output === undefined;
-  let said = '';
-  let saidChecks = '';
-  let saidTraffic = '';
-  let saidNotifications = '';
-  const say = (app: AppObject) => {
-    const checks = checksLine(app, colour);
-    if (human && checks !== saidChecks && checks !== '') process.stdout.write(`${checks}\n`);
-    saidChecks = checks;
-    const traffic = trafficCheckLine(app, colour);
-    if (human && traffic !== saidTraffic && traffic !== '') process.stdout.write(`${traffic}\n`);
-    saidTraffic = traffic;
-    const notifications = notificationsLine(app);
-    if (human && notifications !== saidNotifications && notifications !== '') {
-      process.stdout.write(`${notifications}\n`);
-    }
-    saidNotifications = notifications;
-    const line = statusLine(app, colour);
-    if (human && line !== said) process.stdout.write(`${line}\n`);
-    said = line;
-  };
+  const say = changedLines(flags.output === undefined, useColour());
   const report = (app: AppObject, result: string, code: number) => {
     process.stdout.write(outcomeText(app, name, result, code, flags));
     return code;
   };
-
-  let app = await session.getApp(name);
+  const app = await session.getApp(name);
   say(app);
   const now = settled(app);
   if (now) return report(app, now, CODES[now]);
+  return untilSettled(session, name, app, timeoutMs, say, report);
+}
 
+function timeoutOf(flags: Flags): number {
+  try {
+    return parseDuration(flags.timeout ?? DEFAULT_TIMEOUT);
+  } catch (err) {
+    throw new UsageError(`--timeout: ${(err as Error).message}`, 'status');
+  }
+}
+
+/**
+ * What `status` says of each state of the App it sees, without -o: the checks,
+ * traffic check and notifications lines and the status line, each only when it
+ * changed since it was last said.
+ */
+function changedLines(human: boolean, colour: boolean): (app: AppObject) => void {
+  const said = new Map<string, string>();
+  const lines: [string, (app: AppObject) => string][] = [
+    ['checks', (app) => checksLine(app, colour)],
+    ['traffic', (app) => trafficCheckLine(app, colour)],
+    ['notifications', notificationsLine],
+  ];
+  return (app) => {
+    for (const [kind, lineOf] of lines) {
+      const line = lineOf(app);
+      if (human && line !== said.get(kind) && line !== '') process.stdout.write(`${line}\n`);
+      said.set(kind, line);
+    }
+    const line = statusLine(app, colour);
+    if (human && line !== said.get('status')) process.stdout.write(`${line}\n`);
+    said.set('status', line);
+  };
+}
+
+/** Follows the App (a watch, and a read every 5 s should an event be missed) until it settles or the time is up. */
+function untilSettled(
+  session: Session,
+  name: string,
+  first: AppObject,
+  timeoutMs: number,
+  say: (app: AppObject) => void,
+  report: (app: AppObject, result: string, code: number) => number,
+): Promise<number> {
+  let app = first;
   return new Promise<number>((resolve, reject) => {
     const finish = (outcome: number | CliError) => {
       stop();
@@ -106,7 +123,6 @@ export async function status(args: string[], flags: Flags): Promise<number> {
       }
     });
     const stop = session.watchApp(name, check, (err) => finish(err));
-    // A safety net should a watch event be missed.
     const poll = setInterval(check, 5_000);
     const deadline =
       timeoutMs > 0 ? setTimeout(() => finish(report(app, 'timeout', EXIT.timeout)), timeoutMs) : undefined;
