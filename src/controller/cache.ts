@@ -241,6 +241,16 @@ export interface Caches {
   appKubeEvents: SharedInformer<Cached<CachedAppEvent>>;
 }
 
+/** An informer's options but its client and path, which the namespaces it watches decide (informersIn). */
+type InformerSettings<T extends KubeObjectLike> = Omit<InformerOptions<T>, 'kubeConfig' | 'path'>;
+
+/** Makes the informer of one resource, in namespaces chosen once for all it makes. */
+type MakeInformer = <T extends KubeObjectLike>(
+  group: string,
+  resource: string,
+  settings: InformerSettings<T>,
+) => SharedInformer<T>;
+
 /**
  * namespaces: the namespaces to watch, or empty for all. Watching a list takes
  * one list+watch per namespace and resource, and only namespaced RBAC.
@@ -251,33 +261,38 @@ export function makeCaches(
   logger: Logger,
   buildNamespace?: string,
 ): Caches {
-  function informerIn<T extends KubeObjectLike>(
-    watched: readonly string[],
-    group: string,
-    resource: string,
-    options: Omit<InformerOptions<T>, 'kubeConfig' | 'path'>,
-  ): SharedInformer<T> {
-    if (watched.length === 0) return new Informer<T>({ ...options, kubeConfig, path: `${group}/${resource}` });
+  const informer = informersIn(kubeConfig, namespaces);
+  // Build Jobs and their pods are where they run: the build namespace (--build-namespace), else the Apps'.
+  const buildInformer = buildNamespace !== undefined ? informersIn(kubeConfig, [buildNamespace]) : informer;
+  // One pool for all: the same strings (namespaces, App names and uids) come back from cache to cache.
+  const pool = new StringPool();
+  // In this order: the controller starts them in the order of their keys (Object.values).
+  return {
+    ...rolloutCaches(informer, logger, pool),
+    ...buildCaches(buildInformer, namespaces, logger),
+    ...analysisCaches(informer, logger),
+    ...configCaches(informer, logger, pool),
+    appKubeEvents: appEventsCache(informer, logger, pool),
+  };
+}
+
+/** Informers of every namespace (one cluster-wide list+watch) when watched is empty, else one per namespace. */
+function informersIn(kubeConfig: KubeConfig, watched: readonly string[]): MakeInformer {
+  return <T extends KubeObjectLike>(group: string, resource: string, settings: InformerSettings<T>) => {
+    if (watched.length === 0) return new Informer<T>({ ...settings, kubeConfig, path: `${group}/${resource}` });
     return new MultiNamespaceInformer(
       watched,
-      (ns) => new Informer<T>({ ...options, kubeConfig, path: `${group}/namespaces/${ns}/${resource}` }),
+      (ns) => new Informer<T>({ ...settings, kubeConfig, path: `${group}/namespaces/${ns}/${resource}` }),
     );
-  }
-  const informer = <T extends KubeObjectLike>(
-    group: string,
-    resource: string,
-    options: Omit<InformerOptions<T>, 'kubeConfig' | 'path'>,
-  ) => informerIn<T>(namespaces, group, resource, options);
-  // Build Jobs and their pods are where they run: the build namespace (--build-namespace), else the Apps'.
-  const buildInformer = <T extends KubeObjectLike>(
-    group: string,
-    resource: string,
-    options: Omit<InformerOptions<T>, 'kubeConfig' | 'path'>,
-  ) => informerIn<T>(buildNamespace !== undefined ? [buildNamespace] : namespaces, group, resource, options);
-  // Another operator's Apps may build in the same namespace: only the Jobs of watched namespaces are this one's.
-  const watchedApp = (job: ObservedJob | undefined) =>
-    job !== undefined && (namespaces.length === 0 || namespaces.includes(job.appNamespace)) ? job : undefined;
-  const pool = new StringPool();
+  };
+}
+
+/** The Apps and what a release is made of: their ReplicaSets, Services and the Services' EndpointSlices. */
+function rolloutCaches(
+  informer: MakeInformer,
+  logger: Logger,
+  pool: StringPool,
+): Pick<Caches, 'apps' | 'replicaSets' | 'services' | 'endpointSlices'> {
   const apps = informer<CachedApp>(`/apis/${GROUP}/${VERSION}`, PLURAL, {
     transform: (raw) => trimApp(raw, pool),
     logger: logger.child({ informer: 'apps' }),
@@ -302,6 +317,18 @@ export function makeCaches(
     logger: logger.child({ informer: 'endpointslices' }),
   });
   endpointSlices.addIndex(APPS_INDEX, (s) => [`${s.value.namespace}/${s.value.app ?? ''}`]);
+  return { apps, replicaSets, services, endpointSlices };
+}
+
+/** The build Jobs and their pods, from the informers of the namespace builds run in. */
+function buildCaches(
+  buildInformer: MakeInformer,
+  namespaces: readonly string[],
+  logger: Logger,
+): Pick<Caches, 'jobs' | 'buildPods'> {
+  // Another operator's Apps may build in the same namespace: only the Jobs of watched namespaces are this one's.
+  const watchedApp = (job: ObservedJob | undefined) =>
+    job !== undefined && (namespaces.length === 0 || namespaces.includes(job.appNamespace)) ? job : undefined;
   const jobs = buildInformer<Cached<ObservedJob>>('/apis/batch/v1', 'jobs', {
     labelSelector: `${LABEL_APP},${LABEL_BUILD}`,
     transform: (raw) => wrap(watchedApp(observeJob(raw))),
@@ -314,6 +341,11 @@ export function makeCaches(
     logger: logger.child({ informer: 'build-pods' }),
   });
   buildPods.addIndex(JOBS_INDEX, (p) => [`${p.value.namespace}/${p.value.job}`]);
+  return { jobs, buildPods };
+}
+
+/** The analysis Jobs of the Apps' checks, and the AnalysisTemplates they are made from. */
+function analysisCaches(informer: MakeInformer, logger: Logger): Pick<Caches, 'analysisJobs' | 'templates'> {
   const analysisJobs = informer<Cached<AnalysisJobRef>>('/apis/batch/v1', 'jobs', {
     labelSelector: `${LABEL_APP},${LABEL_ANALYSIS}`,
     transform: (raw) => wrap(observeAnalysisJob(raw)),
@@ -324,6 +356,15 @@ export function makeCaches(
     transform: (raw) => wrap(observeTemplate(raw)),
     logger: logger.child({ informer: 'analysis-templates' }),
   });
+  return { analysisJobs, templates };
+}
+
+/** The ConfigMaps, apart: everyone else's as digests, Teal's copies by name (the label tells them apart). */
+function configCaches(
+  informer: MakeInformer,
+  logger: Logger,
+  pool: StringPool,
+): Pick<Caches, 'configMaps' | 'configCopies'> {
   const configMaps = informer<Cached<CachedConfigMap>>('/api/v1', 'configmaps', {
     labelSelector: `!${LABEL_CONFIG_COPY}`,
     transform: (raw) => wrap(observeConfigMap(raw, pool)),
@@ -334,6 +375,11 @@ export function makeCaches(
     transform: (raw) => wrap(observeConfigCopy(raw, pool)),
     logger: logger.child({ informer: 'config-copies' }),
   });
+  return { configMaps, configCopies };
+}
+
+/** The Events about Apps, at most MAX_APP_EVENTS of them (Caches.appKubeEvents says why). */
+function appEventsCache(informer: MakeInformer, logger: Logger, pool: StringPool): Caches['appKubeEvents'] {
   const eventsLogger = logger.child({ informer: 'app-events' });
   let eventsFull = false;
   const appKubeEvents: SharedInformer<Cached<CachedAppEvent>> = informer<Cached<CachedAppEvent>>('/api/v1', 'events', {
@@ -353,19 +399,7 @@ export function makeCaches(
     logger: eventsLogger,
   });
   appKubeEvents.addIndex(APPS_INDEX, (e) => [`${e.value.namespace}/${e.value.app}`]);
-  return {
-    apps,
-    replicaSets,
-    services,
-    endpointSlices,
-    jobs,
-    buildPods,
-    analysisJobs,
-    templates,
-    configMaps,
-    configCopies,
-    appKubeEvents,
-  };
+  return appKubeEvents;
 }
 
 /**
