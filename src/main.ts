@@ -5,8 +5,10 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import type { ApiOptions } from './api/actions.ts';
 import type { DashboardFiles } from './api/dashboard.ts';
 import type { OidcSettings } from './api/oidc.ts';
+import type { WebhookOptions } from './api/webhooks.ts';
 import type { BuildNetwork } from './build/network.ts';
 import { type Config, readCommandLine } from './config.ts';
 import { type LeadershipCallbacks, Manager, type Runnable } from './manager.ts';
@@ -56,16 +58,7 @@ interface Wiring {
 await main(commandLine.run);
 
 async function main(config: Config): Promise<void> {
-  // Bearer tokens in request headers never reach the logs. A stdout read slowly or not at all
-  // costs neither unbounded memory nor an exit that never ends (log-output.ts).
-  const log = pino(
-    {
-      level: config.logLevel,
-      base: { component: 'teal' },
-      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-    },
-    new BoundedLogOutput(process.stdout),
-  );
+  const log = operatorLogger(config);
   const identity = defaultIdentity();
   // Aborted when this replica must not write any more: every API request in flight ends with it.
   const fence = new AbortController();
@@ -102,7 +95,27 @@ async function main(config: Config): Promise<void> {
     { name: 'app controller', start: () => apps.startWorkers(), stop: () => apps.stopWorkers() },
     { leaderOnly: true },
   );
+  stopOnSignals(p, manager);
+  await manager.start();
+}
 
+/**
+ * The process's logger. Bearer tokens in request headers never reach the logs. A stdout read
+ * slowly or not at all costs neither unbounded memory nor an exit that never ends (log-output.ts).
+ */
+function operatorLogger(config: Config): Logger {
+  return pino(
+    {
+      level: config.logLevel,
+      base: { component: 'teal' },
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    },
+    new BoundedLogOutput(process.stdout),
+  );
+}
+
+/** SIGTERM or SIGINT stops the runnables gracefully (manager.ts), within --graceful-shutdown-timeout. */
+function stopOnSignals({ config, log }: Wiring, manager: Manager): void {
   const stop = () => {
     // First: a deadline kept off the main thread, which no stuck event loop can miss (stop-watchdog.ts).
     watchStop(config.gracefulShutdownTimeoutMs, (err) => log.error({ err }, 'the stop watchdog did not start'));
@@ -110,7 +123,6 @@ async function main(config: Config): Promise<void> {
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
-  await manager.start();
 }
 
 /**
@@ -153,7 +165,6 @@ function makeController(p: Wiring, canWrite: (appKey: string) => boolean, owns?:
   return { apps, sources };
 }
 
-/** The fetch of checks and notifications: --egress-allow judges every connection they make. */
 /** What every build pod gets of the network from the operator's flags. */
 function buildNetwork(config: Config): BuildNetwork {
   const proxy = {
@@ -167,6 +178,7 @@ function buildNetwork(config: Config): BuildNetwork {
   };
 }
 
+/** The fetch of checks and notifications: --egress-allow judges every connection they make. */
 function checkedFetch({ config, log }: Wiring): typeof fetch {
   const policy = egressPolicy(parseEgressAllow(config.egressAllow));
   const allow = policy.allow.map((p) => p.text);
@@ -181,22 +193,15 @@ async function httpServer(
   manager: Manager,
   readyDetails: () => Record<string, unknown>,
 ): Promise<Runnable> {
-  const { config, log, kubeConfig, metrics } = p;
+  const { config, log, metrics } = p;
   // Loaded here, after the caches' lists went out: their evaluation overlaps the API server's work.
   const { default: Fastify } = await import('fastify');
   const { apiPlugin } = await import('./api/actions.ts');
   const { healthPlugin } = await import('./api/health.ts');
-  const { webhookCandidateFinder } = await import('./api/webhook-apps.ts');
-  const { readWebhookSecretFile, webhooksPlugin } = await import('./api/webhooks.ts');
-  const { ANN_REFRESH } = await import('./app/intents.ts');
-  const { Writer } = await import('./controller/apply.ts');
+  const { webhooksPlugin } = await import('./api/webhooks.ts');
   const { default: helmet } = await import('@fastify/helmet');
   const { securityHeaderOptions } = await import('./api/headers.ts');
-  const tls = Boolean(config.tlsCertFile && config.tlsKeyFile);
-  const https =
-    config.tlsCertFile && config.tlsKeyFile
-      ? { https: { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile) } }
-      : {};
+  const { tls, https } = tlsSettings(config);
   // Request logs are noise for probes; warnings and errors still show.
   const server = Fastify({ loggerInstance: log.child({ component: 'http' }, { level: 'warn' }), ...https });
   const isReady = () => manager.isReady();
@@ -208,10 +213,37 @@ async function httpServer(
     metrics: metrics.registry,
     beforeScrape: () => apps.refreshGauges(),
   });
+  await server.register(apiPlugin, await apiOptions(p, apps, isReady, tls));
+  await server.register(webhooksPlugin, await webhookOptions(p, apps));
+  // Plugins booted now, while the caches list; start() then only binds the port, so readiness
+  // follows the caches' sync at once.
+  await server.ready();
+  const [host, port] = config.httpAddr.split(':');
+  return {
+    name: 'http server',
+    start: async () => void (await server.listen({ host, port: Number(port) })),
+    stop: () => server.close(),
+  };
+}
+
+/** HTTPS when both --tls-cert-file and --tls-key-file are set, their files read now; plain HTTP otherwise. */
+function tlsSettings(config: Config): { tls: boolean; https: { https?: { cert: Buffer; key: Buffer } } } {
+  const { tlsCertFile, tlsKeyFile } = config;
+  if (!tlsCertFile || !tlsKeyFile) return { tls: false, https: {} };
+  return { tls: true, https: { https: { cert: readFileSync(tlsCertFile), key: readFileSync(tlsKeyFile) } } };
+}
+
+/**
+ * The API's and the dashboard's options: reads from the controller's caches, sessions, logins and
+ * streams. The session key, the OIDC settings and the dashboard's files are read now, in that order,
+ * so that a bad flag stops the start naming it.
+ */
+async function apiOptions(p: Wiring, apps: AppController, isReady: () => boolean, tls: boolean): Promise<ApiOptions> {
+  const { config, log, kubeConfig, metrics } = p;
   if (config.dashboardAnonymous === 'read') {
     log.info('api: --dashboard-anonymous=read, pages and reads without credentials act as system:anonymous');
   }
-  await server.register(apiPlugin, {
+  return {
     kubeConfig,
     apps: () => apps.caches.apps,
     replicaSets: () => apps.caches.replicaSets,
@@ -242,9 +274,18 @@ async function httpServer(
       refused: (limit) => metrics.streamsRefused.inc({ limit }),
     },
     anonymousRead: config.dashboardAnonymous === 'read',
-  });
+  };
+}
+
+/** The webhooks' options: a push they match marks the Apps it concerns for a refresh. */
+async function webhookOptions(p: Wiring, apps: AppController): Promise<WebhookOptions> {
+  const { config, kubeConfig, metrics } = p;
+  const { webhookCandidateFinder } = await import('./api/webhook-apps.ts');
+  const { readWebhookSecretFile } = await import('./api/webhooks.ts');
+  const { ANN_REFRESH } = await import('./app/intents.ts');
+  const { Writer } = await import('./controller/apply.ts');
   const writer = new Writer(kubeConfig);
-  await server.register(webhooksPlugin, {
+  return {
     candidates: webhookCandidateFinder(kubeConfig, () => apps.caches.apps.list()),
     // Recorded on each App rather than polled here: a standby replica may get the delivery.
     onPush: async (matched) => {
@@ -253,15 +294,6 @@ async function httpServer(
     },
     ...(config.webhookSecretFile ? { globalSecret: readWebhookSecretFile(config.webhookSecretFile) } : {}),
     onResult: (provider, result) => metrics.webhooks.inc({ provider, result }),
-  });
-  // Plugins booted now, while the caches list; start() then only binds the port, so readiness
-  // follows the caches' sync at once.
-  await server.ready();
-  const [host, port] = config.httpAddr.split(':');
-  return {
-    name: 'http server',
-    start: async () => void (await server.listen({ host, port: Number(port) })),
-    stop: () => server.close(),
   };
 }
 
