@@ -21,6 +21,15 @@ import { LABEL_HASH } from '../src/app/labels.ts';
 import { GROUP, PLURAL, VERSION } from '../src/app/schema.ts';
 import { entrypointFlags, imageEnv } from '../test/support/dockerfile.ts';
 import { freePort } from '../test/support/ports.ts';
+import {
+  ARGO,
+  ARGO_HASH,
+  argoControllerArgs,
+  argoCrds,
+  blueGreenRollout,
+  PROMOTE_STATUS,
+  pausedOnPreview,
+} from './argo-rollout.ts';
 import { type AuditEvent, isArgoRequest, isTealRequest } from './audit.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -278,8 +287,6 @@ async function tealHeap(child: ChildProcess, file: string): Promise<number | und
 
 // ---- Argo Rollouts ----
 
-const ARGO = { group: 'argoproj.io', version: 'v1alpha1', plural: 'rollouts' };
-const ARGO_HASH = 'rollouts-pod-template-hash';
 const ROLE = 'bench.teal.dev/role';
 
 export interface ArgoOptions extends SubjectOptions {
@@ -291,20 +298,6 @@ export interface ArgoOptions extends SubjectOptions {
 export function argo(opts: ArgoOptions, namespace: string): Subject {
   const { clients, kubeconfig, logDir, home } = opts;
   const api = { ...ARGO, namespace };
-  const rolloutSpec = (name: string, image: string) => ({
-    replicas: REPLICAS,
-    selector: { matchLabels: { app: name } },
-    template: { metadata: { labels: { app: name } }, spec: { containers: [container(image)] } },
-    strategy: {
-      blueGreen: {
-        activeService: name,
-        previewService: `${name}-preview`,
-        autoPromotionEnabled: false,
-        previewReplicaCount: REPLICAS,
-        scaleDownDelaySeconds: 0,
-      },
-    },
-  });
   const service = (name: string, role: string) => ({
     metadata: { name: role === 'active' ? name : `${name}-preview`, labels: { [ROLE]: role } },
     spec: { selector: { app: name }, ports: [{ port: 80, targetPort: PORT }] },
@@ -315,10 +308,7 @@ export function argo(opts: ArgoOptions, namespace: string): Subject {
     namespace,
     own: isArgoRequest,
     install: async () => {
-      // All of them: the controller's informers watch each kind, and wait for them to sync.
-      for (const kind of ['rollout', 'analysis-run', 'analysis-template', 'cluster-analysis-template', 'experiment']) {
-        await opts.apply(readFileSync(join(home, 'crds', `${kind}-crd.yaml`), 'utf8'));
-      }
+      for (const crd of argoCrds(home)) await opts.apply(crd);
     },
     // A user of Argo writes the Services the Rollout names; Teal writes its own. Created before
     // the clock starts, so that converging times the controller, not the bench's creates.
@@ -329,12 +319,7 @@ export function argo(opts: ArgoOptions, namespace: string): Subject {
     create: async (name) => {
       await clients.custom.createNamespacedCustomObject({
         ...api,
-        body: {
-          apiVersion: 'argoproj.io/v1alpha1',
-          kind: 'Rollout',
-          metadata: { name },
-          spec: rolloutSpec(name, `${IMAGE}:1`),
-        },
+        body: blueGreenRollout(name, container(`${IMAGE}:1`), { replicas: REPLICAS, scaleDownDelaySeconds: 0 }),
       });
     },
     objectsPath: `/apis/${ARGO.group}/${ARGO.version}/namespaces/${namespace}/${ARGO.plural}`,
@@ -346,13 +331,7 @@ export function argo(opts: ArgoOptions, namespace: string): Subject {
       r.status.currentPodHash !== undefined &&
       r.status.stableRS === r.status.currentPodHash &&
       r.status.blueGreen?.activeSelector === r.status.currentPodHash,
-    // What `kubectl argo rollouts get` shows as paused: the BlueGreenPause condition set, not only the phase.
-    pausedOnPreview: (r) =>
-      r.status?.phase === 'Paused' &&
-      r.status.controllerPause === true &&
-      (r.status.pauseConditions ?? []).some((c) => c.reason === 'BlueGreenPause') &&
-      r.status.currentPodHash !== r.status.stableRS &&
-      r.status.blueGreen?.previewSelector === r.status.currentPodHash,
+    pausedOnPreview: (r) => pausedOnPreview(r.status),
     // A merge patch replaces the containers list whole: the same container, the new image.
     setImage: async (name, image) => {
       const body = { spec: { template: { spec: { containers: [container(image)] } } } };
@@ -360,19 +339,13 @@ export function argo(opts: ArgoOptions, namespace: string): Subject {
     },
     // As `kubectl argo rollouts promote` does for a paused blue/green Rollout.
     promote: async (name) => {
-      await clients.custom.patchNamespacedCustomObjectStatus(
-        { ...api, name, body: { status: { pauseConditions: null } } },
-        merge,
-      );
+      await clients.custom.patchNamespacedCustomObjectStatus({ ...api, name, body: { status: PROMOTE_STATUS } }, merge);
     },
     start: async () => {
       const [metrics, health] = [await freePort(), await freePort()];
       const child = spawnLogged(
         join(home, 'bin/rollouts-controller'),
-        [
-          ...['--kubeconfig', kubeconfig, '--namespaced', '--namespace', namespace, '--leader-elect=false'],
-          ...[`--metricsPort=${metrics}`, `--healthzPort=${health}`, '--loglevel', 'warn'],
-        ],
+        argoControllerArgs(kubeconfig, namespace, { metrics, health }),
         join(logDir, 'argo.log'),
       );
       return {

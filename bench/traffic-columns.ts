@@ -24,6 +24,16 @@ import { LB_GATE_PREFIX } from '../test/cluster/data-plane/lb-plan.ts';
 import type { DataPlane, GatewayModel } from '../test/cluster/data-plane.ts';
 import { entrypointFlags, imageEnv } from '../test/support/dockerfile.ts';
 import { freePort } from '../test/support/ports.ts';
+import {
+  ARGO,
+  ARGO_HASH,
+  argoControllerArgs,
+  argoCrds,
+  blueGreenRollout,
+  PROMOTE_STATUS,
+  pausedOnPreview,
+  type RolloutStatus,
+} from './argo-rollout.ts';
 import { tealEntry } from './subjects.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -381,19 +391,8 @@ export function tealPlain(opts: ColumnOptions, namespace: string, variant: TealV
 
 // ---- Argo Rollouts (selector swap)
 
-const ARGO = { group: 'argoproj.io', version: 'v1alpha1', plural: 'rollouts' };
-const ARGO_HASH = 'rollouts-pod-template-hash';
-
 interface Rollout extends KubernetesObject {
-  status?: {
-    phase?: string;
-    abort?: boolean;
-    currentPodHash?: string;
-    stableRS?: string;
-    controllerPause?: boolean;
-    pauseConditions?: { reason?: string }[] | null;
-    blueGreen?: { activeSelector?: string; previewSelector?: string };
-  };
+  status?: RolloutStatus;
 }
 
 export function argoSelectorSwap(opts: ColumnOptions & { home: string; version: string }, namespace: string): Column {
@@ -417,18 +416,12 @@ export function argoSelectorSwap(opts: ColumnOptions & { home: string; version: 
     title: 'Argo (selector swap)',
     how: `Argo Rollouts ${opts.version}, built from Go modules (test/cluster/build-argo.sh)`,
     namespace,
-    crds: () =>
-      ['rollout', 'analysis-run', 'analysis-template', 'cluster-analysis-template', 'experiment'].map((kind) =>
-        readFileSync(join(home, 'crds', `${kind}-crd.yaml`), 'utf8'),
-      ),
+    crds: () => argoCrds(home),
     start: async () => {
       const [metrics, health] = [await freePort(), await freePort()];
       const child = spawnLogged(
         join(home, 'bin/rollouts-controller'),
-        [
-          ...['--kubeconfig', opts.kubeconfig, '--namespaced', '--namespace', namespace, '--leader-elect=false'],
-          ...[`--metricsPort=${metrics}`, `--healthzPort=${health}`, '--loglevel', 'warn'],
-        ],
+        argoControllerArgs(opts.kubeconfig, namespace, { metrics, health }),
         join(opts.logDir, 'argo.log'),
       );
       return controller(child, `http://127.0.0.1:${health}/healthz`);
@@ -436,28 +429,10 @@ export function argoSelectorSwap(opts: ColumnOptions & { home: string; version: 
     create: async (name, image) => {
       await clients.core.createNamespacedService({ namespace, body: service(name, false) });
       await clients.core.createNamespacedService({ namespace, body: service(name, true) });
+      const delays = { replicas: REPLICAS, scaleDownDelaySeconds, abortScaleDownDelaySeconds: scaleDownDelaySeconds };
       await clients.custom.createNamespacedCustomObject({
         ...api,
-        body: {
-          apiVersion: 'argoproj.io/v1alpha1',
-          kind: 'Rollout',
-          metadata: { name },
-          spec: {
-            replicas: REPLICAS,
-            selector: { matchLabels: { app: name } },
-            template: { metadata: { labels: { app: name } }, spec: { containers: [container(image)] } },
-            strategy: {
-              blueGreen: {
-                activeService: name,
-                previewService: `${name}-preview`,
-                autoPromotionEnabled: false,
-                previewReplicaCount: REPLICAS,
-                scaleDownDelaySeconds,
-                abortScaleDownDelaySeconds: scaleDownDelaySeconds,
-              },
-            },
-          },
-        },
+        body: blueGreenRollout(name, container(image), delays),
       });
     },
     remove: async (name) => {
@@ -471,17 +446,9 @@ export function argoSelectorSwap(opts: ColumnOptions & { home: string; version: 
     activeRevision: async (name) =>
       (await clients.core.readNamespacedService({ namespace, name })).spec?.selector?.[ARGO_HASH],
     clusterUrl: (name) => clusterUrlOf(clients.core, namespace, name),
-    // What `kubectl argo rollouts get` shows as paused: the BlueGreenPause condition, which Argo sets once the preview is available.
     waitingPreview: async (name) => {
-      const r = await get(name);
-      const s = r.status;
-      const paused =
-        s?.phase === 'Paused' &&
-        s.controllerPause === true &&
-        (s.pauseConditions ?? []).some((c) => c.reason === 'BlueGreenPause') &&
-        s.currentPodHash !== s.stableRS &&
-        s.blueGreen?.previewSelector === s.currentPodHash;
-      return paused ? s?.currentPodHash : undefined;
+      const s = (await get(name)).status;
+      return pausedOnPreview(s) ? s?.currentPodHash : undefined;
     },
     switched: async (name, revision) => {
       const s = (await get(name)).status;
@@ -496,7 +463,7 @@ export function argoSelectorSwap(opts: ColumnOptions & { home: string; version: 
     version: async (name) => (await get(name)).metadata?.resourceVersion,
     setImage,
     // As `kubectl argo rollouts promote` does for a paused blue/green Rollout.
-    promote: (name) => statusPatch(name, { pauseConditions: null }),
+    promote: (name) => statusPatch(name, PROMOTE_STATUS),
     // As `kubectl argo rollouts abort` does.
     abort: (name) => statusPatch(name, { abort: true }),
     abortTaken: async (name) => {
