@@ -6,6 +6,7 @@ import { jobNamePrefix, sha } from '../app/hash.ts';
 import { LABEL_APP, LABEL_APP_NAMESPACE, LABEL_APP_UID, LABEL_MANAGED_BY, MANAGED_BY } from '../app/labels.ts';
 import { ownerReference } from '../app/owner.ts';
 import type { App } from '../app/schema.ts';
+import { SECRET_KEYS } from '../git/credentials.ts';
 import type { BuildImages } from './images.ts';
 import { type BuildNetwork, type KeyRef, proxyEnv } from './network.ts';
 import { type BuildDefaults, imageRepository, pushSecretName } from './registry.ts';
@@ -140,16 +141,30 @@ interface PodInput {
 /** The CA volume's name in a build pod. */
 const CA_VOLUME = 'teal-ca';
 
+/** The build's CAs, each a key of a Secret or ConfigMap (the copies in the build namespace, with --build-namespace). */
+interface BuildCas {
+  /** spec.build.caSecretRef. */
+  secret?: KeyRef | undefined;
+  /** --build-ca-configmap, read where the build runs. */
+  configMap?: KeyRef | undefined;
+  /** The git Secret, when it holds a ca.crt: the one Flux's users give for every clone of the repository. */
+  gitSecret?: string | undefined;
+}
+
 /**
- * The build's CAs as one folder, a file each: the App's Secret (its copy in the build namespace)
- * and the operator's ConfigMap (read where the build runs). Undefined without either.
+ * The build's CAs as one folder, a file each, all trusted beside the system's (never instead of them).
+ * Undefined without any.
  */
-function caVolume(secret: KeyRef | undefined, configMap: KeyRef | undefined): object | undefined {
-  if (!secret && !configMap) return undefined;
+function caVolume({ secret, configMap, gitSecret }: BuildCas): object | undefined {
+  if (!secret && !configMap && !gitSecret) return undefined;
   const sources = [
     ...(secret ? [{ secret: { name: secret.name, items: [{ key: secret.key, path: 'app-ca.crt' }] } }] : []),
     ...(configMap
       ? [{ configMap: { name: configMap.name, items: [{ key: configMap.key, path: 'cluster-ca.crt' }] } }]
+      : []),
+    // Optional: the key was there when the Job was made; a Secret edited since leaves the pod able to start.
+    ...(gitSecret
+      ? [{ secret: { name: gitSecret, items: [{ key: SECRET_KEYS.caCert, path: 'git-ca.crt' }], optional: true } }]
       : []),
   ];
   return { name: CA_VOLUME, projected: { defaultMode: 0o444, sources } };
@@ -358,10 +373,12 @@ export function buildJobManifest(input: BuildInput) {
     pushSecret: copyOf(pushSource),
     gitSecret: copyOf(gitSource),
     gitSecretKeys: new Set(input.gitSecretKeys ?? []),
-    ca: caVolume(
-      caSource && { name: copies.find((c) => c.keys)?.name ?? caSource.name, key: caSource.key },
-      network.caConfigMap,
-    ),
+    ca: caVolume({
+      secret: caSource && { name: copies.find((c) => c.keys)?.name ?? caSource.name, key: caSource.key },
+      configMap: network.caConfigMap,
+      // The git Secret's copy in the build namespace is whole (buildSecretCopies), its ca.crt with it.
+      gitSecret: input.gitSecretKeys?.includes(SECRET_KEYS.caCert) ? copyOf(gitSource) : undefined,
+    }),
     proxy: proxyEnv(network.proxy),
     describe: [
       { name: 'TEAL_COMMIT', value: commit },

@@ -121,7 +121,7 @@ async function createApp(
     metadata: { name },
     spec: {
       source: {
-        // The operator's ls-remote trusts CA B through the git Secret's ca.crt.
+        // The operator's ls-remote trusts CA B through the git Secret's ca.crt, and so does the build's clone.
         git: { url: server.url('hello.git'), ref: 'main', secretRef: { name: 'git' }, pollInterval: '0' },
       },
       build: { engine, image: `${secure.address}/${namespace}/${name}`, ...(caSecretRef ? { caSecretRef } : {}) },
@@ -162,6 +162,8 @@ describe('spec.build.caSecretRef: the App gives the CAs of its registry and git 
     await putSecret(ns, 'git', { 'ca.crt': server.caPem });
     // Both CAs in one key, as a company bundle would hold them.
     await putSecret(ns, 'build-ca', { 'ca.crt': `${secure.caPem}\n${server.caPem}` });
+    // The registry's CA only: the git server's is the git Secret's ca.crt.
+    await putSecret(ns, 'registry-ca', { 'ca.crt': secure.caPem ?? '' });
     operator = await startOperator({ namespace: ns });
   });
   afterAll(async () => {
@@ -190,13 +192,35 @@ describe('spec.build.caSecretRef: the App gives the CAs of its registry and git 
     BUILD_MS,
   );
 
+  it.each(['buildkit', 'kaniko'] as const)(
+    "%s clones trusting the git Secret's ca.crt (CA B given there only), pushes trusting caSecretRef's CA A",
+    async (engine) => {
+      const name = `git-ca-${engine}`;
+      await createApp(ns, name, engine, { name: 'registry-ca' });
+      const built = await waitForApp(
+        ns,
+        name,
+        'the build finished',
+        (a) => a.status?.build?.phase === 'Succeeded' || a.status?.build?.phase === 'Failed',
+        BUILD_MS,
+      );
+      expect(built.status?.build?.message).toBeUndefined();
+      expect(built.status?.build?.phase).toBe('Succeeded');
+      await expectReleased(ns, name);
+    },
+    BUILD_MS,
+  );
+
   it.each([
-    // BuildKit's git (curl) refuses the git server first; so does kaniko's (go-git), before it builds, so its
-    // error is at the head of its log, ahead of its usage (the operator reads it there: stoppedAtUsage).
-    ['buildkit', /server certificate verification failed/],
-    ['kaniko', /Error: error resolving source context: .*x509: certificate signed by unknown authority/],
+    // The git Secret's ca.crt lets the clone through: the registry's certificate is what fails. BuildKit's
+    // registry client (Go) refuses it at the push; kaniko's, as it checks its push permissions, before it builds.
+    ['buildkit', new RegExp(`failed to push ${REGISTRY_HOST}:.*x509: certificate signed by unknown authority`)],
+    [
+      'kaniko',
+      new RegExp(`error checking push permissions.*"${REGISTRY_HOST}:.*x509: certificate signed by unknown authority`),
+    ],
   ] as const)(
-    'without caSecretRef, the %s build fails on the certificate, said in status',
+    "without caSecretRef, the %s build clones (the git Secret's ca.crt) and fails on the registry's certificate, said in status",
     async (engine, said) => {
       await createApp(ns, `no-ca-${engine}`, engine);
       const failed = await failedBuild(ns, `no-ca-${engine}`, 'the build failed on an unknown CA');
@@ -297,6 +321,9 @@ describe('--build-namespace, --build-ca-configmap and --build-https-proxy', () =
       expect(copy.type).toBe('Opaque');
       expect(Object.keys(copy.data ?? {})).toEqual(['ca.crt']);
       expect(copy.metadata?.ownerReferences?.[0]).toMatchObject({ kind: 'Job', name: job });
+      // The git Secret's copy is whole: its ca.crt, which the build's clone trusts, with it.
+      const gitCopy = await core.readNamespacedSecret({ namespace: ns, name: `${job}-git` });
+      expect(gitCopy.data?.['ca.crt']).toBe(b64(server.caPem));
       // The RUN step got the proxy, and its log shows the password masked.
       const logs = await tealIn(appNs, 'logs', name, '--commit', head);
       expect(logs.stdout).toContain('proxy password: *****');

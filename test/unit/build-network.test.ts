@@ -231,6 +231,77 @@ describe('a build that trusts private CAs', () => {
     expect(copy.metadata.ownerReferences[0]).toMatchObject({ kind: 'Job', name, uid: 'job-uid' });
   });
 
+  it("the git Secret's ca.crt: trusted beside the system's and the build's CAs, by both engines, in both modes", () => {
+    const gitCa = (secret: string) => ({
+      secret: { name: secret, items: [{ key: 'ca.crt', path: 'git-ca.crt' }], optional: true },
+    });
+    const keys = ['username', 'password', 'ca.crt'];
+    for (const engine of ['buildkit', 'kaniko'] as const) {
+      const a = withCa(engine);
+      const here = podOf(
+        buildJobManifest({ app: a, commit: C1, ref: 'refs/heads/main', images, network, gitSecretKeys: keys }),
+      );
+      expect(here.volumes.find((v) => v.name === 'teal-ca')?.projected, engine).toEqual({
+        defaultMode: 0o444,
+        sources: [
+          { secret: { name: 'app-ca', items: [{ key: 'ca.crt', path: 'app-ca.crt' }] } },
+          { configMap: { name: 'cluster-bundle', items: [{ key: 'bundle.pem', path: 'cluster-ca.crt' }] } },
+          gitCa('weather-git'),
+        ],
+      });
+      if (engine === 'kaniko') expect(here.env.SSL_CERT_DIR).toBe('/kaniko/ssl/certs:/kaniko/teal-ca');
+      else expect(here.env.TEAL_CA_DIR).toBe('/home/user/.teal-ca');
+      // In the build namespace: the git Secret's copy, which is whole, so its ca.crt is there.
+      const name = buildJobName(a, C1, {}, 'teal-builds');
+      const away = podOf(
+        buildJobManifest({
+          app: a,
+          commit: C1,
+          ref: 'refs/heads/main',
+          images,
+          buildNamespace: 'teal-builds',
+          gitSecretKeys: keys,
+        }),
+      );
+      expect(away.volumes.find((v) => v.name === 'teal-ca')?.projected, engine).toEqual({
+        defaultMode: 0o444,
+        sources: [
+          { secret: { name: `${name}-ca`, items: [{ key: 'ca.crt', path: 'app-ca.crt' }] } },
+          gitCa(`${name}-git`),
+        ],
+      });
+      const copy = buildSecretCopyManifest(
+        { source: 'weather-git', name: `${name}-git` },
+        { namespace: 'teal-builds', name, uid: 'job-uid' },
+        { data: { username: 'dQ==', password: 'cA==', 'ca.crt': 'Q0E=' } },
+      );
+      expect(copy.data['ca.crt']).toBe('Q0E=');
+    }
+    // The git Secret's ca.crt alone is enough, for a kaniko build too (its image's system CAs kept).
+    const plain = app((x) => {
+      x.spec.build = { ...x.spec.build, engine: 'kaniko' };
+    });
+    const alone = podOf(
+      buildJobManifest({ app: plain, commit: C1, ref: 'refs/heads/main', images, gitSecretKeys: keys }),
+    );
+    expect(alone.volumes.find((v) => v.name === 'teal-ca')?.projected).toEqual({
+      defaultMode: 0o444,
+      sources: [gitCa('weather-git')],
+    });
+    expect(alone.env.SSL_CERT_DIR).toBe('/kaniko/ssl/certs:/kaniko/teal-ca');
+    // A git Secret without ca.crt adds nothing.
+    const none = podOf(
+      buildJobManifest({
+        app: plain,
+        commit: C1,
+        ref: 'refs/heads/main',
+        images,
+        gitSecretKeys: ['username', 'password'],
+      }),
+    );
+    expect(none.volumes.map((v) => v.name)).not.toContain('teal-ca');
+  });
+
   it('buildkit script: the system bundle plus the build CAs, bound over the system bundle by the buildkitd wrapper', async () => {
     const manifest = buildJobManifest({ app: withCa('buildkit'), commit: C1, ref: 'refs/heads/main', images });
     const script = (manifest.spec.template.spec.containers[0] as Container).command?.[2] ?? '';
