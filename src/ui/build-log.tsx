@@ -5,7 +5,8 @@
 // Last-Event-ID, and only the lines after the last one shown come. Lines are
 // rendered as text by Preact, never as HTML. The view stays at the bottom as
 // lines come, unless the user scrolled up to read.
-import { useSignal } from '@preact/signals';
+import { type Signal, useSignal } from '@preact/signals';
+import type { RefObject } from 'preact';
 import { useEffect, useLayoutEffect, useRef } from 'preact/hooks';
 import { type BuildLogEvent, BuildLogReader, buildLogPath } from '../app/build-log-events.ts';
 import { user } from './session.ts';
@@ -157,79 +158,128 @@ export function BuildLog(props: LogProps) {
 
 /** The log itself, streamed for as long as it is shown. */
 export function LogStream({ ns, name, commit }: LogProps) {
+  const log = useLogStream(ns, name, commit);
+  const lines = log.lines.value;
+  const dropped = log.dropped.value;
+  const { view, onScroll } = useStickToBottom(lines.length + dropped);
+  return (
+    <>
+      <LogStateLine state={log.state.value} />
+      <LogNotices notices={log.notices.value} />
+      <LogLines label={`Build log of ${ns}/${name}`} view={view} onScroll={onScroll} lines={lines} dropped={dropped} />
+    </>
+  );
+}
+
+/** What the page keeps of a log: its last lines, how many earlier ones it dropped, the notices, the state. */
+interface ShownLog {
+  lines: Signal<Line[]>;
+  dropped: Signal<number>;
+  notices: Signal<string[]>;
+  state: Signal<LogState>;
+}
+
+/** Follows the build's log into a ShownLog, from the start again when the build changes. */
+function useLogStream(ns: string, name: string, commit: string | undefined): ShownLog {
   const lines = useSignal<Line[]>([]);
   const dropped = useSignal(0);
   const notices = useSignal<string[]>([]);
   const state = useSignal<LogState>({ kind: 'connecting' });
-  const view = useRef<HTMLDivElement>(null);
-  const atBottom = useRef(true);
-
   useEffect(() => {
     const stop = new AbortController();
     lines.value = [];
     dropped.value = 0;
     notices.value = [];
-    const sink: Sink = {
-      add: (more) => {
-        if (more.length === 0) return;
-        // Lines coming: whatever was awaited (the pod, the node) is there.
-        if (state.value.kind === 'waiting') state.value = { kind: 'live' };
-        const all = [...lines.value, ...more];
-        const over = Math.max(0, all.length - MAX_SHOWN_LINES);
-        dropped.value += over;
-        lines.value = over > 0 ? all.slice(over) : all;
-      },
-      notice: (text) => {
-        notices.value = [...notices.value, text];
-      },
-      state: (next) => {
-        state.value = next;
-      },
-    };
-    void follow(buildLogPath(ns, name, commit), sink, stop.signal);
+    void follow(buildLogPath(ns, name, commit), sinkInto({ lines, dropped, notices, state }), stop.signal);
     return () => stop.abort();
   }, [ns, name, commit]);
+  return { lines, dropped, notices, state };
+}
 
-  // After new lines: to the bottom, unless the user had scrolled up.
-  const count = lines.value.length + dropped.value;
+/** A sink that keeps the last MAX_SHOWN_LINES lines in the log, counting those it drops. */
+function sinkInto(log: ShownLog): Sink {
+  const { lines, dropped, notices, state } = log;
+  return {
+    add: (more) => {
+      if (more.length === 0) return;
+      // Lines coming: whatever was awaited (the pod, the node) is there.
+      if (state.value.kind === 'waiting') state.value = { kind: 'live' };
+      const all = [...lines.value, ...more];
+      const over = Math.max(0, all.length - MAX_SHOWN_LINES);
+      dropped.value += over;
+      lines.value = over > 0 ? all.slice(over) : all;
+    },
+    notice: (text) => {
+      notices.value = [...notices.value, text];
+    },
+    state: (next) => {
+      state.value = next;
+    },
+  };
+}
+
+/** After new lines (count changes): the view to the bottom, unless the user had scrolled up. */
+function useStickToBottom(count: number): { view: RefObject<HTMLDivElement | null>; onScroll: () => void } {
+  const view = useRef<HTMLDivElement>(null);
+  const atBottom = useRef(true);
   useLayoutEffect(() => {
     const el = view.current;
     if (el && atBottom.current) el.scrollTop = el.scrollHeight;
   }, [count]);
-
   const onScroll = () => {
     const el = view.current;
     if (el) atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 8;
   };
-  const s = state.value;
-  const tone = s.kind === 'ended' ? (s.outcome === 'Succeeded' ? 'ok' : 'failed') : s.kind;
+  return { view, onScroll };
+}
+
+function LogStateLine({ state }: { state: LogState }) {
+  const tone = state.kind === 'ended' ? (state.outcome === 'Succeeded' ? 'ok' : 'failed') : state.kind;
+  return (
+    <p class={`log-state ${tone}`} role="status" data-state={state.kind}>
+      {stateText(state)}
+    </p>
+  );
+}
+
+function LogNotices({ notices }: { notices: string[] }) {
   return (
     <>
-      <p class={`log-state ${tone}`} role="status" data-state={s.kind}>
-        {stateText(s)}
-      </p>
-      {notices.value.map((text) => (
+      {notices.map((text) => (
         <p class="log-notice" key={text}>
           {text}
         </p>
       ))}
-      <div
-        class="log-lines"
-        role="log"
-        aria-live="polite"
-        aria-label={`Build log of ${ns}/${name}`}
-        // biome-ignore lint/a11y/noNoninteractiveTabindex: the log scrolls, so the keyboard must reach it
-        tabIndex={0}
-        ref={view}
-        onScroll={onScroll}
-      >
-        {dropped.value > 0 ? <div class="log-dropped">{`${dropped.value} earlier lines are not shown`}</div> : null}
-        {lines.value.map((line) => (
-          <div class="log-line" key={line.id}>
-            {line.text}
-          </div>
-        ))}
-      </div>
     </>
+  );
+}
+
+/** The lines in their scroll box, after a note of how many earlier ones were dropped. */
+function LogLines(props: {
+  label: string;
+  view: RefObject<HTMLDivElement | null>;
+  onScroll: () => void;
+  lines: Line[];
+  dropped: number;
+}) {
+  const { dropped } = props;
+  return (
+    <div
+      class="log-lines"
+      role="log"
+      aria-live="polite"
+      aria-label={props.label}
+      // biome-ignore lint/a11y/noNoninteractiveTabindex: the log scrolls, so the keyboard must reach it
+      tabIndex={0}
+      ref={props.view}
+      onScroll={props.onScroll}
+    >
+      {dropped > 0 ? <div class="log-dropped">{`${dropped} earlier lines are not shown`}</div> : null}
+      {props.lines.map((line) => (
+        <div class="log-line" key={line.id}>
+          {line.text}
+        </div>
+      ))}
+    </div>
   );
 }
