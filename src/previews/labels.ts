@@ -21,3 +21,8 @@ export const ANN_ACTIVE_AT = `${GROUP}/preview-active-at`;
 export const ANN_WAKE = `${GROUP}/wake-requested-at`;
 /** A hash of what the planner last wrote to the child, to write again only on change. */
 export const ANN_PREVIEW_SPEC = `${GROUP}/preview-spec`;
+/**
+ * On a parent App: a pull-request webhook's hint that its pull requests changed (an RFC 3339 time).
+ * The receiver writes it; the planner lists at once when it is newer than the last listing.
+ */
+export const ANN_PREVIEWS_REQUESTED = `${GROUP}/previews-requested-at`;

@@ -8,6 +8,7 @@
 //
 // plan() reads as named steps, as rollout/bluegreen.ts does; each rule is a named
 // predicate (select.ts, lifecycle.ts) and every reason a constant (reasons.ts).
+import type { ValueProblem } from '../app/cluster-values.ts';
 import type { ConditionInput } from '../app/conditions.ts';
 import { parseDuration } from '../app/duration.ts';
 import { sha } from '../app/hash.ts';
@@ -21,6 +22,7 @@ import { type ExposureManifest, exposureManifest, type ObservedExposure, preview
 import { ANN_PREVIEW_SPEC, LABEL_PULL_REQUEST } from './labels.ts';
 import { type Candidate, childHead, type Lifecycle, lifecycle } from './lifecycle.ts';
 import { previewName } from './names.ts';
+import { nextPoll, type Poll } from './poll.ts';
 import { COMMIT_STATUS_CONTEXT, type CommitStatus, type PullRequest, type PullRequestListing } from './pull-request.ts';
 import { ListedReason, PreviewReason, type PreviewReasonValue } from './reasons.ts';
 import {
@@ -68,8 +70,10 @@ export interface PreviewsPlan {
   status: PreviewsStatus | undefined;
   /** The parent's PreviewsListed condition; undefined to remove it. */
   condition: ConditionInput | undefined;
-  /** When the pull requests are to be listed next. */
+  /** When the pull requests are to be listed next: at once when a webhook asked since the listing (poll.ts). */
   pollAt?: string;
+  /** A request annotation Teal ignored (not a time, or in the future), for a Warning Event. */
+  problems?: ValueProblem[];
   /** The next deadline of any kind (pollAt included), and how long until it. */
   wakeAt?: string;
   requeueAfterMs?: number;
@@ -116,13 +120,26 @@ export function plan(input: PreviewsPlanInput): PreviewsPlan {
   deleteChildren(r, verdicts, lc, unread);
   const entries = report(r, verdicts, lc);
   removeStaleApprovals(r, verdicts);
-  return finish(r, entries, input.listedAt);
+  return finish(r, entries);
 }
 
 // ---- the ends ----
 
-/** When the pull requests are listed next: one interval after the last listing. */
-const nextListing = (listedAt: Date, previews: Previews) => listedAt.getTime() + parseDuration(previews.interval);
+/** When the pull requests are listed next: one interval after the last listing, or sooner on a webhook's request. */
+function nextListing(input: PreviewsPlanInput, previews: Previews, retryAtMs?: number): Poll {
+  const { metadata } = input.app;
+  return nextPoll({
+    annotations: metadata.annotations,
+    object: `App ${metadata.namespace}/${metadata.name}`,
+    listedAtMs: input.listedAt.getTime(),
+    intervalMs: parseDuration(previews.interval),
+    retryAtMs,
+    nowMs: input.now.getTime(),
+  });
+}
+
+/** The request annotation's problems, when there are any. */
+const problemsOf = (poll: Poll) => (poll.problems.length > 0 ? { problems: poll.problems } : {});
 
 /** What spec.previews cannot be planned with, as InvalidSpec names it. */
 function specProblems(input: PreviewsPlanInput, previews: Previews): string[] {
@@ -156,19 +173,21 @@ function planProviderError(
   previews: Previews,
   error: { reason: string; message: string; retryAt?: string },
 ): PreviewsPlan {
-  const retry = error.retryAt !== undefined ? Date.parse(error.retryAt) : Number.NaN;
-  const pollAt = Number.isFinite(retry) ? retry : nextListing(input.listedAt, previews);
-  const plan = planUnchanged(input.app, { reason: error.reason, message: withoutCredentials(error.message) }, pollAt);
-  return { ...plan, requeueAfterMs: Math.max(0, pollAt - input.now.getTime()) };
+  const retry = error.retryAt !== undefined ? Date.parse(error.retryAt) : undefined;
+  const poll = nextListing(input, previews, retry);
+  const condition = { reason: error.reason, message: withoutCredentials(error.message) };
+  const plan = planUnchanged(input.app, condition, poll.atMs);
+  return { ...plan, ...problemsOf(poll), requeueAfterMs: Math.max(0, poll.atMs - input.now.getTime()) };
 }
 
 /** The entries status.previews keeps, by number: the newest MAX_PREVIEW_RECORDS, so the status always fits its schema. */
 const recorded = (entries: PreviewStatus[]) => entries.sort((a, b) => a.number - b.number).slice(-MAX_PREVIEW_RECORDS);
 
 /** The plan: its actions, the next status and condition, and the earliest deadline (the next listing at the latest). */
-function finish(r: Round, entries: PreviewStatus[], listedAt: Date): PreviewsPlan {
-  const pollAt = nextListing(listedAt, r.previews);
-  const next = Math.min(pollAt, ...r.deadlines.filter(Number.isFinite));
+function finish(r: Round, entries: PreviewStatus[]): PreviewsPlan {
+  const { listedAt } = r.input;
+  const poll = nextListing(r.input, r.previews);
+  const next = Math.min(poll.atMs, ...r.deadlines.filter(Number.isFinite));
   const condition: ConditionInput =
     r.skipped.length > 0
       ? {
@@ -182,7 +201,8 @@ function finish(r: Round, entries: PreviewStatus[], listedAt: Date): PreviewsPla
     actions: r.actions,
     status: { listedAt: listedAt.toISOString(), pullRequests: recorded(entries) },
     condition,
-    pollAt: new Date(pollAt).toISOString(),
+    pollAt: new Date(poll.atMs).toISOString(),
+    ...problemsOf(poll),
     wakeAt: new Date(next).toISOString(),
     requeueAfterMs: Math.max(0, next - r.nowMs),
   };

@@ -7,6 +7,7 @@ import {
   ANN_ACTIVE_AT,
   ANN_PR_HEAD,
   ANN_PR_REF,
+  ANN_PREVIEWS_REQUESTED,
   ANN_WAKE,
   LABEL_PREVIEW_OF,
   LABEL_PULL_REQUEST,
@@ -311,5 +312,58 @@ describe('maxActive', () => {
     const made = ofKind(planFor(app, prs), 'createChild');
     expect(made).toHaveLength(50);
     expect(made.filter((a) => a.manifest.spec.replicas > 0)).toHaveLength(10);
+  });
+});
+
+describe('a pull-request webhook (teal.dev/previews-requested-at on the parent)', () => {
+  const requested = (value: string) =>
+    parentApp((_p, input) => {
+      input.metadata = { ...input.metadata, annotations: { [ANN_PREVIEWS_REQUESTED]: value } };
+    });
+
+  it('lists at once when it is newer than the last listing', () => {
+    const p = planFor(requested(at(-MINUTE).toISOString()), [], { listedAt: at(-2 * MINUTE) });
+    expect(p.pollAt).toBe(NOW.toISOString());
+    expect(p.requeueAfterMs).toBe(0);
+    expect(p.problems).toBeUndefined();
+  });
+
+  it('changes nothing once the listing is newer than it', () => {
+    const p = planFor(requested(at(-2 * MINUTE).toISOString()), [], { listedAt: at(-MINUTE) });
+    expect(p.pollAt).toBe(at(4 * MINUTE).toISOString());
+  });
+
+  it("never lists sooner than the provider's retryAt", () => {
+    const retryAt = at(3 * MINUTE).toISOString();
+    const p = plan({
+      app: requested(at(-MINUTE).toISOString()),
+      listing: { ok: false, error: { reason: 'RateLimited', message: 'secondary rate limit', retryAt } },
+      listedAt: at(-2 * MINUTE),
+      children: [],
+      now: NOW,
+    });
+    expect(p.pollAt).toBe(retryAt);
+    expect(p.requeueAfterMs).toBe(3 * MINUTE);
+  });
+
+  it('lists at once after a provider error without retryAt', () => {
+    const p = plan({
+      app: requested(at(-MINUTE).toISOString()),
+      listing: { ok: false, error: { reason: 'Unavailable', message: '502 Bad Gateway' } },
+      listedAt: at(-2 * MINUTE),
+      children: [],
+      now: NOW,
+    });
+    expect(p.pollAt).toBe(NOW.toISOString());
+  });
+
+  it.each([
+    ['not a time', 'yesterday', /is not an RFC 3339 time|expected an RFC 3339 time|RFC 3339/],
+    ['in the future', at(MINUTE).toISOString(), /is in the future/],
+  ])('is ignored when %s, with the reason kept', (_what, value, why) => {
+    const p = planFor(requested(value), [], { listedAt: at(-MINUTE) });
+    expect(p.pollAt).toBe(at(4 * MINUTE).toISOString());
+    expect(p.problems).toEqual([{ reason: 'InvalidAnnotation', message: expect.stringMatching(why) }]);
+    expect(p.problems?.[0]?.message).toContain(`App team/weather: annotation ${ANN_PREVIEWS_REQUESTED}`);
   });
 });
