@@ -9,10 +9,32 @@
 // Checks sit inside arrays, so their string rules are plain `.regex()` patterns
 // rather than CEL regexes: one CEL regex per array item blows the CRD cost budget.
 import { z } from 'zod';
+import { listMap, MAX_CHECKS, type Provider } from './analysis-status-schema.ts';
 import { DURATION_HINT, DURATION_PATTERN, parseDuration } from './duration.ts';
 import { ObjectMetaSchema } from './object-meta.ts';
 import { DNS1123_LABEL, DNS1123_SUBDOMAIN, JSON_PATH_PATTERN } from './patterns.ts';
 import { type Rule, withRules } from './rules.ts';
+
+export {
+  type AnalysisRunStatus,
+  AnalysisRunStatusSchema,
+  CHECK_PHASES,
+  type CheckPhase,
+  type CheckStatus,
+  CheckStatusSchema,
+  MAX_CHECKS,
+  MAX_MESSAGE_LENGTH,
+  MAX_VALUE_LENGTH,
+  MEASUREMENT_HISTORY_LIMIT,
+  MEASUREMENT_PHASES,
+  type MeasurementPhase,
+  type MeasurementStatus,
+  MeasurementStatusSchema,
+  PROVIDERS,
+  type Provider,
+  RUN_PHASES,
+  type RunPhase,
+} from './analysis-status-schema.ts';
 
 export const TEMPLATE_API_VERSION = 'teal.dev/v1alpha1';
 /**
@@ -24,18 +46,12 @@ export const TEMPLATE_API_VERSION = 'teal.dev/v1alpha1';
 export const TEMPLATE_KIND = 'AnalysisTemplate';
 export const TEMPLATE_PLURAL = 'analysistemplates';
 
-/** Checks in one run, counting templates and inline ones: status holds a result for each. */
-export const MAX_CHECKS = 20;
-/** Measurements kept per check in status (Argo's DefaultMeasurementHistoryLimit); counters keep the totals. */
-export const MEASUREMENT_HISTORY_LIMIT = 10;
 /**
  * Errors in a row a check may allow. Argo Rollouts has no maximum; here an
  * Error is retried every 10 s (run.ts), so this is ten minutes of retries, and
  * no check retries for ever.
  */
 export const MAX_CONSECUTIVE_ERROR_LIMIT = 60;
-export const MAX_VALUE_LENGTH = 128;
-export const MAX_MESSAGE_LENGTH = 256;
 
 const name63 = (what: string) =>
   z.string().min(1).max(63).regex(DNS1123_LABEL, `${what} must be a DNS-1123 label: lowercase letters, digits and "-"`);
@@ -410,8 +426,6 @@ const uniqueNames = (what: string) => (items: { name: string }[], ctx: z.Refinem
   });
 };
 
-const listMap = (key: string) => ({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': [key] });
-
 const checks = (min: number) =>
   z
     .array(CheckSpecSchema)
@@ -505,67 +519,6 @@ export const AnalysisSchema = withRules(
   ],
 ).describe('Checks a revision must pass: metrics from templates, and inline ones.');
 
-// ---- the durable run state, in App status ----
-
-export const MEASUREMENT_PHASES = ['Running', 'Successful', 'Failed', 'Inconclusive', 'Error'] as const;
-/** A check ends Cancelled when its run ends (cancelled, or decided by another check) before its own verdict. */
-export const CHECK_PHASES = [
-  'Pending',
-  'Running',
-  'Successful',
-  'Failed',
-  'Inconclusive',
-  'Error',
-  'Cancelled',
-] as const;
-export const RUN_PHASES = ['Running', 'Successful', 'Failed', 'Inconclusive', 'Error', 'Cancelled'] as const;
-
-const time = z.string().describe('RFC 3339 time, to the millisecond: the planner wakes at exact deadlines.');
-
-export const MeasurementStatusSchema = z.strictObject({
-  n: z
-    .int()
-    .min(1)
-    .describe("The measurement's ordinal in its check: with the run id and check name, its identity (and Job name)."),
-  phase: z.enum(MEASUREMENT_PHASES).describe('Running from the moment it is started, before any request is made.'),
-  value: z.string().max(MAX_VALUE_LENGTH).optional().describe('The measured value, shortened; secrets redacted.'),
-  message: z.string().max(MAX_MESSAGE_LENGTH).optional(),
-  startedAt: time,
-  finishedAt: time.optional(),
-});
-
-export const PROVIDERS = ['job', 'web', 'prometheus'] as const;
-
-export const CheckStatusSchema = z.strictObject({
-  name: z.string(),
-  provider: z.enum(PROVIDERS).optional().describe('Where its measurements come from.'),
-  phase: z.enum(CHECK_PHASES),
-  message: z
-    .string()
-    .max(MAX_MESSAGE_LENGTH)
-    .optional()
-    .describe('Which limit decided the check, or why it ended with its run.'),
-  taken: z.int().min(0).describe('Measurements started, so the next one is taken + 1.'),
-  count: z.int().min(0).describe('Measurements that ended without Error.'),
-  successful: z.int().min(0),
-  failed: z.int().min(0),
-  inconclusive: z.int().min(0),
-  error: z.int().min(0),
-  consecutiveError: z.int().min(0),
-  measurements: z.array(MeasurementStatusSchema).max(MEASUREMENT_HISTORY_LIMIT).describe('The latest measurements.'),
-});
-
-export const AnalysisRunStatusSchema = z
-  .strictObject({
-    id: z.string().max(63).describe('Names the run: its Jobs and measurement keys start with it.'),
-    phase: z.enum(RUN_PHASES),
-    message: z.string().max(1024).optional(),
-    startedAt: time,
-    finishedAt: time.optional(),
-    checks: z.array(CheckStatusSchema).max(MAX_CHECKS).meta(listMap('name')),
-  })
-  .describe('One run of the checks, with every measurement durable: a restart resumes it.');
-
 /** A check with its run started (what the run planner and the providers read). */
 export type Check = z.output<typeof CheckSchema>;
 /** A check as a template or an App gives it. */
@@ -578,16 +531,9 @@ export type AnalysisTemplateSpec = z.output<typeof AnalysisTemplateSpecSchema>;
 export type AnalysisTemplate = z.output<typeof AnalysisTemplateSchema>;
 export type Analysis = z.output<typeof AnalysisSchema>;
 export type AnalysisInput = z.input<typeof AnalysisSchema>;
-export type MeasurementPhase = (typeof MEASUREMENT_PHASES)[number];
-export type CheckPhase = (typeof CHECK_PHASES)[number];
-export type RunPhase = (typeof RUN_PHASES)[number];
-export type Provider = (typeof PROVIDERS)[number];
 
 /** The provider a check measures with (the schema allows exactly one). */
 export function providerOf(check: Pick<Check, 'provider'>): Provider {
   if (check.provider.job) return 'job';
   return check.provider.web ? 'web' : 'prometheus';
 }
-export type MeasurementStatus = z.output<typeof MeasurementStatusSchema>;
-export type CheckStatus = z.output<typeof CheckStatusSchema>;
-export type AnalysisRunStatus = z.output<typeof AnalysisRunStatusSchema>;

@@ -14,7 +14,7 @@
 // The operator's own reconcile parses status strictly; this is for showing
 // it and for deciding what an action will do, where the operator decides again.
 import { z } from 'zod';
-import { type AppStatus, AppStatusSchema } from './schema.ts';
+import { type AppStatus, AppStatusSchema } from './status-schema.ts';
 
 /**
  * The lenient form of a schema: objects field by field, lists entry by entry,

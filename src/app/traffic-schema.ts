@@ -4,19 +4,16 @@
 // schema is the single source of truth for its types, defaults, validation and
 // the CRD. It sits in spec.strategy.blueGreen.switch.trafficCheck.
 import { z } from 'zod';
-import {
-  AppArgumentSchema,
-  args,
-  HEADER_NAME,
-  headers,
-  httpUrl,
-  MAX_MESSAGE_LENGTH,
-  MAX_VALUE_LENGTH,
-  MIN_INTERVAL_MS,
-} from './analysis-schema.ts';
+import { AppArgumentSchema, args, HEADER_NAME, headers, httpUrl, MIN_INTERVAL_MS } from './analysis-schema.ts';
 import { DURATION_HINT, DURATION_PATTERN, parseDuration } from './duration.ts';
 import { JSON_PATH_PATTERN } from './patterns.ts';
 import { withRules } from './rules.ts';
+
+export {
+  TRAFFIC_CHECK_PHASES,
+  type TrafficCheckStatus,
+  TrafficCheckStatusSchema,
+} from './traffic-status-schema.ts';
 
 /** The environment variable spec.revisionEnv puts in every container: the revision's pod-template hash. */
 export const REVISION_ENV = 'TEAL_REVISION';
@@ -76,34 +73,5 @@ export const TrafficCheckSchema = z
     `After the switch, asks url until ${'`consecutiveSuccessLimit`'} answers in a row name the new revision: its pod-template hash (what ${REVISION_ENV} holds, with spec.revisionEnv) or its revision number. Until then the switch is not verified and the old revision stays up.`,
   );
 
-export const TRAFFIC_CHECK_PHASES = ['Running', 'Successful', 'Failed'] as const;
-
-const time = z.string().describe('RFC 3339 time, to the millisecond: the planner wakes at exact deadlines.');
-
-export const TrafficCheckStatusSchema = z
-  .strictObject({
-    podTemplateHash: z.string().max(63).describe('The revision the check waits to see.'),
-    revision: z.int().min(1),
-    phase: z.enum(TRAFFIC_CHECK_PHASES),
-    message: z.string().max(1024).optional(),
-    startedAt: time,
-    finishedAt: time.optional(),
-    taken: z.int().min(0).describe('Requests started, so the next one is taken + 1.'),
-    consecutive: z.int().min(0).describe('Answers in a row that named the new revision, so far.'),
-    lastSeen: z
-      .string()
-      .max(MAX_VALUE_LENGTH)
-      .optional()
-      .describe('The revision the latest answer named; secrets masked.'),
-    lastError: z.string().max(MAX_MESSAGE_LENGTH).optional().describe('Why the latest request had no answer.'),
-    lastAt: time.optional().describe('When the latest request ended.'),
-    inFlight: z
-      .strictObject({ n: z.int().min(1), startedAt: time })
-      .optional()
-      .describe('The request under way, recorded before it is sent: a restart sends it again.'),
-  })
-  .describe('The traffic check of the latest switch (spec.strategy.blueGreen.switch.trafficCheck).');
-
 export type TrafficCheck = z.output<typeof TrafficCheckSchema>;
 export type TrafficCheckInput = z.input<typeof TrafficCheckSchema>;
-export type TrafficCheckStatus = z.output<typeof TrafficCheckStatusSchema>;

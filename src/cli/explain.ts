@@ -1,6 +1,6 @@
 // API server errors in words, so every command explains a 403, a 404 or an
 // unreachable server the same way: one line, as a CliError (errors.ts).
-import { APP_RESOURCE } from '../app/schema.ts';
+import { APP_RESOURCE } from '../app/app-api.ts';
 import { apiStatusOf } from '../kube/errors.ts';
 import { CliError, EXIT } from './errors.ts';
 

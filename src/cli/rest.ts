@@ -17,8 +17,8 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { dirname, resolve } from 'node:path';
 import type { V1Job, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
 import { parse } from 'yaml';
+import { APP_API, APP_RESOURCE } from '../app/app-api.ts';
 import { LABEL_APP } from '../app/labels.ts';
-import { APP_API, APP_RESOURCE } from '../app/schema.ts';
 import { kubeconfigPaths } from '../kube/token-file.ts';
 import {
   type AppObject,

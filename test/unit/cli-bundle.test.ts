@@ -1,7 +1,8 @@
 // The plugin's bundle (scripts/bundle-cli.ts) loads per command only what the
 // command uses. Bundled afresh into a temporary folder, it is run with a module
 // hook (node --import) that records every file Node loads; the bundle's
-// metafile says which of its chunks hold @kubernetes/client-node, and zod.
+// metafile says which of its chunks hold @kubernetes/client-node, zod, and the
+// App spec's schemas.
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -62,8 +63,25 @@ function chunksOf(meta: Metafile, pkg: string): string[] {
     .map(([file]) => relative(outdir, join(root, file)));
 }
 
+/** The bundle's chunks that hold one of these source files, from the metafile. */
+function chunksWith(meta: Metafile, sources: readonly string[]): string[] {
+  return Object.entries(meta.outputs)
+    .filter(([, output]) => Object.keys(output.inputs).some((input) => sources.includes(input)))
+    .map(([file]) => relative(outdir, join(root, file)));
+}
+
+/** The App's spec schemas (and the actions' intents): `get` reads status, so builds only its schemas. */
+const SPEC_SCHEMAS = [
+  'src/app/schema.ts',
+  'src/app/analysis-schema.ts',
+  'src/app/traffic-schema.ts',
+  'src/app/previews-schema.ts',
+  'src/app/intents.ts',
+];
+
 let clientNode: string[];
 let zod: string[];
+let specSchemas: string[];
 
 beforeAll(async () => {
   await run(process.execPath, [join(root, 'scripts/bundle-cli.ts'), '--outdir', outdir], { cwd: root });
@@ -71,6 +89,7 @@ beforeAll(async () => {
   const meta = JSON.parse(readFileSync(join(outdir, 'kubectl-teal.meta.json'), 'utf8')) as Metafile;
   clientNode = chunksOf(meta, '@kubernetes/client-node');
   zod = chunksOf(meta, 'zod');
+  specSchemas = chunksWith(meta, SPEC_SCHEMAS);
 });
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -92,7 +111,7 @@ describe('the bundled kubectl plugin', () => {
     expect(files.filter((f) => zod.includes(f))).toEqual([]);
   });
 
-  it('runs `get` with a token kubeconfig through plain HTTPS, without loading any of client-node', async () => {
+  it('runs `get` with a token kubeconfig through plain HTTPS, without loading any of client-node or the spec schemas', async () => {
     // Port 1 refuses: the request fails once made, after every module of the read is loaded.
     const kubeconfig = join(dir, 'token-kubeconfig');
     writeFileSync(
@@ -111,6 +130,10 @@ describe('the bundled kubectl plugin', () => {
     expect(stderr).toContain('cannot reach the API server at https://127.0.0.1:1 (ECONNREFUSED)');
     expect(files.length).toBeGreaterThan(1);
     expect(files.filter((f) => clientNode.includes(f))).toEqual([]);
+    // The status schemas are built (src/app/status-schema.ts), not the spec's (issue #27 §2).
+    expect(files.filter((f) => zod.includes(f)).length).toBeGreaterThan(0);
+    expect(specSchemas.length).toBeGreaterThan(0);
+    expect(files.filter((f) => specSchemas.includes(f))).toEqual([]);
   });
 
   it('loads client-node for a command that talks to the cluster (so the trace sees chunks)', async () => {
