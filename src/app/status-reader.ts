@@ -35,7 +35,19 @@ function lenient(schema: z.core.$ZodType): z.ZodType {
 
 /** An optional field that cannot be read is caught; a required one fails its object. */
 function lenientField(field: z.core.$ZodType): z.ZodType {
-  return field instanceof z.ZodOptional ? lenient(field.unwrap()).optional().catch(caught) : lenient(field);
+  return field instanceof z.ZodOptional ? deferred(field.unwrap()).optional().catch(caught) : deferred(field);
+}
+
+/**
+ * An object or list field's lenient form is built when a status first holds
+ * the field, not at load: most statuses hold a few of them, and a command that
+ * reads one status (`kubectl teal get`) would build the whole tree for nothing.
+ */
+function deferred(schema: z.core.$ZodType): z.ZodType {
+  // z.lazy builds it at its first parse, once.
+  return schema instanceof z.ZodObject || schema instanceof z.ZodArray
+    ? z.lazy(() => lenient(schema))
+    : lenient(schema);
 }
 
 // Whether the parse under way caught anything, so a status read whole (the usual case) is not walked again.
