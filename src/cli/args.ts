@@ -1,11 +1,16 @@
 // The command line: one spec per command (its flags, arguments and help),
 // parsed with util.parseArgs. Flags may come before or after the command, as
 // kubectl allows; kubectl itself passes everything after "teal" unchanged.
-import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
+import type { ParseArgsOptionsConfig } from 'node:util';
 import { type Action, type ActionArgs, allArgs, argsOf, flagOf } from '../app/action-args.ts';
 import { positiveInteger } from '../app/cluster-values.ts';
 import { LINT_EXIT, UsageError } from './errors.ts';
 import { type Flags, FORMATS, type Format } from './flags.ts';
+
+// Not `import { parseArgs } from 'node:util'`: importing a built-in as a module
+// reads every export of it, and node:util's load worker_threads and the diff
+// code (eleven of Node's modules, compiled at every start of every command).
+const { parseArgs } = process.getBuiltinModule('node:util');
 
 export interface Flag {
   type: 'string' | 'boolean';

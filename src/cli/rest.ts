@@ -11,7 +11,6 @@
 // does not parse or lacks the context) gives undefined, and the command uses
 // kube.ts's Session, which reads and reports it as before: one place says what
 // a bad kubeconfig is.
-import { existsSync, readFileSync } from 'node:fs';
 import type { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { dirname, resolve } from 'node:path';
@@ -30,6 +29,11 @@ import {
   readApp,
 } from './app-object.ts';
 import { explain, type Operation } from './explain.ts';
+
+// node:fs and node:os from getBuiltinModule, not imported: importing a built-in as
+// a module reads every export of it, and fs.promises loads some twenty more of
+// Node's modules (readline among them) at the start of `kubectl teal get`.
+const { existsSync, readFileSync } = process.getBuiltinModule('node:fs');
 
 /** Where to send a request and how: everything the API server's TLS and authentication need. */
 export interface RestTarget {

@@ -4,11 +4,15 @@
 // mounted in a CI runner, a token a sidecar rotates) would reach the API server
 // anonymously. This reads the kubeconfig files again for that one field and
 // gives each such user its token, read at load time.
-import { existsSync, readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { parse } from 'yaml';
+
+// node:fs and node:os from getBuiltinModule, not imported: importing a built-in as
+// a module reads every export of it, and fs.promises loads some twenty more of
+// Node's modules (readline among them) at the start of the plugin's `get` (src/cli/rest.ts).
+const { existsSync, readFileSync } = process.getBuiltinModule('node:fs');
+const { homedir } = process.getBuiltinModule('node:os');
 
 /** The kubeconfig files a load read: the path given, else $KUBECONFIG's, else ~/.kube/config. */
 export function kubeconfigPaths(path?: string): string[] {
