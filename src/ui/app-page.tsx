@@ -30,6 +30,9 @@ import { BuildLog } from './build-log.tsx';
 import { appRow } from './live.ts';
 import { user } from './session.ts';
 
+/** Opens an action's dialog (undo names the revision to return to). */
+type Open = (action: Action, toRevision?: number) => void;
+
 interface Loaded {
   view: AppDetailLike;
   actions: ActionEntryLike[];
@@ -100,44 +103,72 @@ export function AppPage(props: { namespace: string; name: string }) {
     const entry = actions.find((a) => a.action === action);
     if (entry) dialog.value = { entry, body: actionBody(action, view, toRevision), view };
   };
+  const close = (message?: string) => {
+    dialog.value = undefined;
+    if (message) notice.value = message;
+    void load();
+  };
+  return (
+    <>
+      <AppHeading namespace={namespace} name={name} view={view} notice={notice.value} />
+      <Actions actions={actions} open={open} />
+      <ReleaseSections namespace={namespace} name={name} view={view} now={now.value} actions={actions} open={open} />
+      {dialog.value ? (
+        <ActionDialog
+          request={dialog.value}
+          namespace={namespace}
+          name={name}
+          onDone={close}
+          onRefused={() => void load()}
+        />
+      ) : null}
+    </>
+  );
+}
+
+/** Where the App is, its name and phase, its message, and what the last action recorded. */
+function AppHeading(props: { namespace: string; name: string; view: AppDetailLike; notice: string | undefined }) {
+  const { view, notice } = props;
   return (
     <>
       <p class="crumbs">
-        <a href="/apps">Apps</a> / {namespace}
+        <a href="/apps">Apps</a> / {props.namespace}
       </p>
       <h1>
-        {name} <Phase phase={view.status?.phase} />
+        {props.name} <Phase phase={view.status?.phase} />
       </h1>
       {view.status?.message ? <p class="message">{view.status.message}</p> : null}
-      {notice.value ? (
+      {notice ? (
         <p class="notice" role="status">
-          {notice.value}
+          {notice}
         </p>
       ) : null}
-      <Actions actions={actions} open={open} />
+    </>
+  );
+}
+
+/** The release, from its revisions side by side to the App's Events. */
+function ReleaseSections(props: {
+  namespace: string;
+  name: string;
+  view: AppDetailLike;
+  now: number;
+  actions: ActionEntryLike[];
+  open: Open;
+}) {
+  const { namespace, name, view } = props;
+  return (
+    <>
       <SideBySide view={view} />
-      <Timeline view={view} now={now.value} />
+      <Timeline view={view} now={props.now} />
       {view.status?.build?.commit ? (
         <BuildLog key={view.status.build.commit} ns={namespace} name={name} commit={view.status.build.commit} />
       ) : null}
       <Checks title="Pre-promotion checks" run={view.analysis?.prePromotion} />
       <Checks title="Post-promotion checks" run={view.analysis?.postPromotion} />
       <Operations view={view} />
-      <History view={view} undo={actions.find((a) => a.action === 'undo')} open={open} />
+      <History view={view} undo={props.actions.find((a) => a.action === 'undo')} open={props.open} />
       <Events view={view} />
-      {dialog.value ? (
-        <ActionDialog
-          request={dialog.value}
-          namespace={namespace}
-          name={name}
-          onDone={(message) => {
-            dialog.value = undefined;
-            if (message) notice.value = message;
-            void load();
-          }}
-          onRefused={() => void load()}
-        />
-      ) : null}
     </>
   );
 }
