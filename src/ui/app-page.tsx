@@ -15,6 +15,7 @@ import {
   checksSummary,
   detailChanged,
   digestOf,
+  type HistoryLike,
   isStale,
   notificationLines,
   podsOf,
@@ -378,63 +379,95 @@ function Operations(props: { view: AppDetailLike }) {
 }
 
 /** The history, newest first, each earlier revision with a button to undo to it. */
-function History(props: {
-  view: AppDetailLike;
-  undo: ActionEntryLike | undefined;
-  open: (action: Action, toRevision?: number) => void;
-}) {
-  const { view, undo } = props;
-  const history = [...(view.revisions?.history ?? [])].reverse();
-  const active = view.revisions?.active?.revision;
-  const mayUndo = undo?.rbac.allowed === true;
+function History(props: { view: AppDetailLike; undo: ActionEntryLike | undefined; open: Open }) {
+  const history = [...(props.view.revisions?.history ?? [])].reverse();
   return (
     <section aria-labelledby="history-h">
       <h2 id="history-h">History</h2>
       {history.length === 0 ? (
         <p class="muted">No revision was promoted yet.</p>
       ) : (
-        <table class="detail">
-          <thead>
-            <tr>
-              <th scope="col">Revision</th>
-              <th scope="col">Commit</th>
-              <th scope="col">Digest</th>
-              <th scope="col">Promoted</th>
-              <th scope="col">By</th>
-              <th scope="col">Via</th>
-              <th scope="col">Undo</th>
-            </tr>
-          </thead>
-          <tbody>
-            {history.map((h, i) => (
-              <tr key={`${h.revision}-${h.promotedAt ?? i}`}>
-                <td class="num">{h.revision}</td>
-                <td class="id">{h.commit?.slice(0, 7) ?? ''}</td>
-                <td class="id">{shortDigest(h.image)}</td>
-                <td>{h.promotedAt ?? ''}</td>
-                <td>{h.promotedBy ?? ''}</td>
-                <td>{`${h.promotedVia ?? ''}${h.checksSkipped ? ', checks skipped' : ''}`}</td>
-                <td>
-                  {h.revision !== active && h.revision !== undefined ? (
-                    <button
-                      type="button"
-                      class="secondary"
-                      disabled={!mayUndo}
-                      title={mayUndo ? undefined : undo?.rbac.reason}
-                      onClick={() => props.open('undo', h.revision)}
-                    >
-                      Undo to {h.revision}
-                    </button>
-                  ) : (
-                    'active'
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <HistoryTable history={history} {...props} />
       )}
     </section>
+  );
+}
+
+function HistoryTable(props: {
+  history: HistoryLike[];
+  view: AppDetailLike;
+  undo: ActionEntryLike | undefined;
+  open: Open;
+}) {
+  const active = props.view.revisions?.active?.revision;
+  return (
+    <table class="detail">
+      <thead>
+        <tr>
+          <th scope="col">Revision</th>
+          <th scope="col">Commit</th>
+          <th scope="col">Digest</th>
+          <th scope="col">Promoted</th>
+          <th scope="col">By</th>
+          <th scope="col">Via</th>
+          <th scope="col">Undo</th>
+        </tr>
+      </thead>
+      <tbody>
+        {props.history.map((h, i) => (
+          <HistoryRow
+            key={`${h.revision}-${h.promotedAt ?? i}`}
+            entry={h}
+            active={active}
+            undo={props.undo}
+            open={props.open}
+          />
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function HistoryRow(props: {
+  entry: HistoryLike;
+  active: number | undefined;
+  undo: ActionEntryLike | undefined;
+  open: Open;
+}) {
+  const { entry: h } = props;
+  return (
+    <tr>
+      <td class="num">{h.revision}</td>
+      <td class="id">{h.commit?.slice(0, 7) ?? ''}</td>
+      <td class="id">{shortDigest(h.image)}</td>
+      <td>{h.promotedAt ?? ''}</td>
+      <td>{h.promotedBy ?? ''}</td>
+      <td>{`${h.promotedVia ?? ''}${h.checksSkipped ? ', checks skipped' : ''}`}</td>
+      <td>
+        {h.revision !== props.active && h.revision !== undefined ? (
+          <UndoButton revision={h.revision} undo={props.undo} open={props.open} />
+        ) : (
+          'active'
+        )}
+      </td>
+    </tr>
+  );
+}
+
+/** Undo to an earlier revision; disabled, it says why (RBAC's words) in its title. */
+function UndoButton(props: { revision: number; undo: ActionEntryLike | undefined; open: Open }) {
+  const { revision, undo } = props;
+  const mayUndo = undo?.rbac.allowed === true;
+  return (
+    <button
+      type="button"
+      class="secondary"
+      disabled={!mayUndo}
+      title={mayUndo ? undefined : undo?.rbac.reason}
+      onClick={() => props.open('undo', revision)}
+    >
+      Undo to {revision}
+    </button>
   );
 }
 
