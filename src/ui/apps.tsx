@@ -4,6 +4,7 @@
 // renders only the rows its scroll box shows (row-window.ts), so it stays
 // responsive with 10,000 Apps.
 import { useComputed, useSignal } from '@preact/signals';
+import type { RefObject } from 'preact';
 import { useEffect, useLayoutEffect, useMemo, useRef } from 'preact/hooks';
 import { useLocation } from 'preact-iso/router';
 import { appPageUrl } from '../app/dashboard-pages.ts';
@@ -130,38 +131,9 @@ const ROW_HEIGHT_GUESS = 36;
  * keyboard scrolls it (arrows, Page Up/Down, Home, End).
  */
 function AppsTable(props: { shown: Row[]; view: ListView; url: string; show: Show }) {
-  const { shown, view, url, show } = props;
-  const box = useRef<HTMLElement>(null);
-  const measure = useSignal<Measure>({ scrollTop: 0, height: 0, rowHeight: ROW_HEIGHT_GUESS });
-  const update = () => {
-    const el = box.current;
-    if (!el) return;
-    const header = el.querySelector('thead')?.getBoundingClientRect().height ?? 0;
-    const row = el.querySelector('tbody tr[aria-rowindex]')?.getBoundingClientRect().height;
-    const next = {
-      scrollTop: el.scrollTop,
-      height: el.clientHeight - header,
-      rowHeight: row && row > 0 ? row : measure.value.rowHeight,
-    };
-    const now = measure.value;
-    if (next.scrollTop !== now.scrollTop || next.height !== now.height || next.rowHeight !== now.rowHeight) {
-      measure.value = next;
-    }
-  };
-  // A new view starts at its first row.
-  useLayoutEffect(() => {
-    if (box.current) box.current.scrollTop = 0;
-    update();
-  }, [url]);
-  useLayoutEffect(update);
-  useEffect(() => {
-    const el = box.current;
-    if (!el) return;
-    const resized = new ResizeObserver(update);
-    resized.observe(el);
-    return () => resized.disconnect();
-  }, []);
-  const { scrollTop, height, rowHeight } = measure.value;
+  const { shown, view, show } = props;
+  const { box, measure, update } = useMeasuredBox(props.url);
+  const { scrollTop, height, rowHeight } = measure;
   const win = rowWindow(shown.length, rowHeight, { scrollTop, height });
   return (
     // biome-ignore lint/a11y/noNoninteractiveTabindex: a scroll box takes focus so the keyboard scrolls it
@@ -184,6 +156,49 @@ function AppsTable(props: { shown: Row[]; view: ListView; url: string; show: Sho
       </table>
     </section>
   );
+}
+
+/**
+ * The scroll box and its measure, taken again after each render, on scroll and on resize (update),
+ * and from its first row when the view (url) changes.
+ */
+function useMeasuredBox(url: string): { box: RefObject<HTMLElement | null>; measure: Measure; update: () => void } {
+  const box = useRef<HTMLElement>(null);
+  const measure = useSignal<Measure>({ scrollTop: 0, height: 0, rowHeight: ROW_HEIGHT_GUESS });
+  const update = () => {
+    const el = box.current;
+    if (!el) return;
+    const next = measureOf(el, measure.value.rowHeight);
+    const now = measure.value;
+    if (next.scrollTop !== now.scrollTop || next.height !== now.height || next.rowHeight !== now.rowHeight) {
+      measure.value = next;
+    }
+  };
+  // A new view starts at its first row.
+  useLayoutEffect(() => {
+    if (box.current) box.current.scrollTop = 0;
+    update();
+  }, [url]);
+  useLayoutEffect(update);
+  useEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    const resized = new ResizeObserver(update);
+    resized.observe(el);
+    return () => resized.disconnect();
+  }, []);
+  return { box, measure: measure.value, update };
+}
+
+/** The box's measure as it stands; the row height as known before when no row is shown. */
+function measureOf(el: HTMLElement, knownRowHeight: number): Measure {
+  const header = el.querySelector('thead')?.getBoundingClientRect().height ?? 0;
+  const row = el.querySelector('tbody tr[aria-rowindex]')?.getBoundingClientRect().height;
+  return {
+    scrollTop: el.scrollTop,
+    height: el.clientHeight - header,
+    rowHeight: row && row > 0 ? row : knownRowHeight,
+  };
 }
 
 /** The rows left out, as one empty row of their height; set through the CSSOM, which the CSP allows. */
