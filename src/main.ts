@@ -277,12 +277,17 @@ async function apiOptions(p: Wiring, apps: AppController, isReady: () => boolean
   };
 }
 
-/** The webhooks' options: a push they match marks the Apps it concerns for a refresh. */
+/**
+ * The webhooks' options: a push they match marks the Apps it concerns for a refresh;
+ * a pull request, the Apps whose previews follow it for a listing, at most once per App per few seconds.
+ */
 async function webhookOptions(p: Wiring, apps: AppController): Promise<WebhookOptions> {
-  const { config, kubeConfig, metrics } = p;
+  const { config, kubeConfig, metrics, log } = p;
   const { webhookCandidateFinder } = await import('./api/webhook-apps.ts');
+  const { spacedHints } = await import('./api/webhook-spacing.ts');
   const { readWebhookSecretFile } = await import('./api/webhooks.ts');
   const { ANN_REFRESH } = await import('./app/intents.ts');
+  const { ANN_PREVIEWS_REQUESTED } = await import('./previews/labels.ts');
   const { Writer } = await import('./controller/apply.ts');
   const writer = new Writer(kubeConfig);
   return {
@@ -292,6 +297,13 @@ async function webhookOptions(p: Wiring, apps: AppController): Promise<WebhookOp
       const annotations = { [ANN_REFRESH]: new Date().toISOString() };
       await Promise.all(matched.map((m) => writer.patchAppMetadata(m.namespace, m.name, { annotations })));
     },
+    onPullRequest: spacedHints(
+      (namespace, name) =>
+        writer.patchAppMetadata(namespace, name, {
+          annotations: { [ANN_PREVIEWS_REQUESTED]: new Date().toISOString() },
+        }),
+      (err, app) => log.warn({ err, app }, 'webhooks: writing a pull-request hint failed'),
+    ),
     ...(config.webhookSecretFile ? { globalSecret: readWebhookSecretFile(config.webhookSecretFile) } : {}),
     onResult: (provider, result) => metrics.webhooks.inc({ provider, result }),
   };

@@ -1,6 +1,8 @@
 // Which Apps a push names: the payload is only a hint (normalised repo URL and
 // full ref); each candidate comes with its own webhook secret to verify with,
 // read through WebhookSecretCache so that forged deliveries cost no API calls.
+// A pull-request event names the Apps on its repository too (so that their
+// secrets verify it), and marks those whose spec.previews follows it.
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { CachedApp } from '../app/cached.ts';
 import { normalizeRepoUrl } from '../git/url.ts';
@@ -20,6 +22,9 @@ interface GitSpec {
 const gitOf = (app: CachedApp): GitSpec | undefined =>
   (app.spec as { source?: { git?: GitSpec } } | undefined)?.source?.git;
 
+const previewsOf = (app: CachedApp): { repository?: string } | undefined =>
+  (app.spec as { previews?: { repository?: string } } | undefined)?.previews;
+
 const normalized = (url: string): string | undefined => {
   try {
     return normalizeRepoUrl(url);
@@ -33,16 +38,48 @@ export function refMatches(followed: string, pushed: string): boolean {
   return pushed === followed || pushed === `refs/heads/${followed}` || pushed === `refs/tags/${followed}`;
 }
 
-export function matchingApps(apps: readonly CachedApp[], hint: Pick<WebhookHint, 'repoUrls' | 'refs'>): CachedApp[] {
+type Hint = Pick<WebhookHint, 'repoUrls' | 'refs'> & Partial<Pick<WebhookHint, 'kind'>>;
+
+/** The hint's repositories, normalised (host[:port]/path), and their paths alone. */
+function hintRepos(hint: Hint): { repos: Set<string>; paths: Set<string> } {
   const repos = new Set(hint.repoUrls.map(normalized).filter((u): u is string => u !== undefined));
+  const paths = new Set([...repos].flatMap((r) => (r.includes('/') ? [r.slice(r.indexOf('/') + 1)] : [])));
+  return { repos, paths };
+}
+
+/** Whether the App's source.git.url is one of the hint's repositories. */
+function onRepository(app: CachedApp, repos: Set<string>): boolean {
+  const url = gitOf(app)?.url;
+  const repo = url ? normalized(url) : undefined;
+  return repo !== undefined && repos.has(repo);
+}
+
+/**
+ * Whether the App's spec.previews follows one of the hint's repositories: its
+ * git repository, or spec.previews.repository (owner/name at the provider, which
+ * names no host) when set. A hint only: the App's own secret must still verify.
+ */
+function previewsFollow(app: CachedApp, { repos, paths }: ReturnType<typeof hintRepos>): boolean {
+  const previews = previewsOf(app);
+  if (previews === undefined) return false;
+  return previews.repository ? paths.has(previews.repository) : onRepository(app, repos);
+}
+
+export function matchingApps(apps: readonly CachedApp[], hint: Hint): CachedApp[] {
+  const seen = hintRepos(hint);
   return apps.filter((app) => {
     const git = gitOf(app);
-    if (!git?.url) return false;
-    const repo = normalized(git.url);
-    if (!repo || !repos.has(repo)) return false;
+    if (hint.kind === 'pull_request') return onRepository(app, seen.repos) || previewsFollow(app, seen);
+    if (!git?.url || !onRepository(app, seen.repos)) return false;
     // Pings carry no ref: the repository alone selects.
     return hint.refs.length === 0 || hint.refs.some((r) => refMatches(git.ref ?? 'main', r));
   });
+}
+
+/** The Apps of matchingApps whose previews follow a pull-request hint's repository. */
+export function previewsApps(apps: readonly CachedApp[], hint: Hint): Set<CachedApp> {
+  const seen = hintRepos(hint);
+  return new Set(apps.filter((app) => previewsFollow(app, seen)));
 }
 
 /** Reads key `token` of a webhook Secret from the API server: undefined when the Secret or the key is missing. */
@@ -65,13 +102,16 @@ export async function webhookCandidates(
   hint: WebhookHint,
 ): Promise<Candidate[]> {
   const startedAt = secrets.now();
+  const matched = matchingApps(apps, hint);
+  const following = hint.kind === 'pull_request' ? previewsApps(matched, hint) : new Set<CachedApp>();
   return Promise.all(
-    matchingApps(apps, hint).map(async (app): Promise<Candidate> => {
+    matched.map(async (app): Promise<Candidate> => {
       const { namespace, name } = app.metadata;
+      const previews = following.has(app) ? { previews: true } : {};
       const secretName = gitOf(app)?.webhookSecretRef?.name;
-      if (!secretName) return { namespace, name, secret: undefined };
+      if (!secretName) return { namespace, name, secret: undefined, ...previews };
       const secret = await secrets.get(namespace, secretName);
-      return { namespace, name, secret, reread: () => secrets.reread(namespace, secretName, startedAt) };
+      return { namespace, name, secret, ...previews, reread: () => secrets.reread(namespace, secretName, startedAt) };
     }),
   );
 }

@@ -1,10 +1,13 @@
-// What each git provider's push webhook looks like: how it is signed, which
-// headers name the event and the delivery, and where its payload keeps the
-// repository URLs and the refs pushed. No I/O; the fastify plugin in
-// webhooks.ts does the flow.
+// What each git provider's push and pull-request webhooks look like: how they
+// are signed, which headers name the event and the delivery, and where the
+// payload keeps the repository URLs and the refs pushed. No I/O; the fastify
+// plugin in webhooks.ts does the flow.
 //
-// The payload is only a hint: it selects Apps by repository and ref, and
-// Teal resolves the ref itself, so nothing here reads a commit SHA.
+// The payload is only a hint: a push selects Apps by repository and ref, and
+// Teal resolves the ref itself; a pull-request event selects the Apps whose
+// previews follow the repository, and the previews planner lists the pull
+// requests from the provider's API itself. So nothing here reads a commit SHA,
+// a pull request's number or its state.
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { z } from 'zod';
@@ -17,8 +20,12 @@ export function isProvider(value: string): value is Provider {
   return (PROVIDERS as readonly string[]).includes(value);
 }
 
-/** push selects Apps by repository and ref; ping and other only need to verify. */
-export type EventKind = 'push' | 'ping' | 'other';
+/**
+ * push selects Apps by repository and ref; pull_request (any change to a pull
+ * request) the Apps whose previews follow the repository; ping and other only
+ * need to verify.
+ */
+export type EventKind = 'push' | 'pull_request' | 'ping' | 'other';
 
 export interface ParsedDelivery {
   kind: EventKind;
@@ -27,7 +34,7 @@ export interface ParsedDelivery {
   deliveryId: string | undefined;
   /** Every repository URL the payload gives (clone, ssh, web), as given, without duplicates. */
   repoUrls: string[];
-  /** Full refs pushed, e.g. refs/heads/feature/login; empty unless kind is push. */
+  /** Full refs pushed, e.g. refs/heads/feature/login; empty unless kind is push (a pull request's refs are not read). */
   refs: string[];
 }
 
@@ -121,7 +128,10 @@ const gitlabPayload = z.object({
 const bitbucketPayload = z.object({
   repository: z
     .object({
-      links: z.object({ clone: z.array(z.object({ href: url })).nullish() }).nullish(),
+      // Bitbucket Server lists clone links; Bitbucket Cloud's pull-request events give the web page only.
+      links: z
+        .object({ clone: z.array(z.object({ href: url })).nullish(), html: z.object({ href: url }).nullish() })
+        .nullish(),
     })
     .nullish(),
   changes: z.array(z.object({ ref: z.object({ id: ref }).nullish(), refId: ref })).nullish(),
@@ -145,12 +155,16 @@ interface ProviderSpec {
   extract(payload: unknown): Extracted;
 }
 
+// Gitea names every change to a pull request (opened, synchronized, closed,
+// labelled, ...) pull_request in X-Gitea-Event, as GitHub does in X-GitHub-Event.
+const GITHUB_EVENTS: Readonly<Record<string, EventKind>> = { push: 'push', pull_request: 'pull_request', ping: 'ping' };
+
 /** GitHub's events and payload, which Gitea copies under its own header names. */
 function githubEvents(urlFields: string): Omit<ProviderSpec, 'eventHeader' | 'deliveryHeader'> {
   return {
     urlFields,
     refFields: 'ref',
-    classify: (event) => (event === 'push' ? 'push' : event === 'ping' ? 'ping' : 'other'),
+    classify: (event) => GITHUB_EVENTS[event] ?? 'other',
     extract(payload) {
       const p = parse(githubPayload, payload);
       const r = p.repository;
@@ -177,10 +191,12 @@ const SPECS: Record<Provider, ProviderSpec> = {
     refFields: 'ref',
     classify(event, payload) {
       if (event === 'Push Hook' || event === 'Tag Push Hook') return 'push';
+      if (event === 'Merge Request Hook') return 'pull_request';
       // System hooks carry pushes in the project hook's shape; the rest
       // (project_create, repository_update, ...) need nothing.
       if (event === 'System Hook') {
         const name = parse(gitlabPayload, payload).event_name;
+        if (name === 'merge_request') return 'pull_request';
         return name === 'push' || name === 'tag_push' ? 'push' : 'other';
       }
       return 'other';
@@ -209,13 +225,19 @@ const SPECS: Record<Provider, ProviderSpec> = {
   bitbucket: {
     eventHeader: 'x-event-key',
     deliveryHeader: 'x-request-id',
-    urlFields: 'repository.links.clone[].href',
+    urlFields: 'repository.links.clone[].href or repository.links.html.href',
     refFields: 'changes[].ref.id',
-    classify: (event) => (event === 'repo:refs_changed' ? 'push' : event === 'diagnostics:ping' ? 'ping' : 'other'),
+    classify(event) {
+      if (event === 'repo:refs_changed') return 'push';
+      // Bitbucket Cloud: pullrequest:created, :updated, :fulfilled, :rejected, ...
+      if (event.startsWith('pullrequest:')) return 'pull_request';
+      return event === 'diagnostics:ping' ? 'ping' : 'other';
+    },
     extract(payload) {
       const p = parse(bitbucketPayload, payload);
+      const links = p.repository?.links;
       return {
-        repoUrls: (p.repository?.links?.clone ?? []).map((c) => c.href),
+        repoUrls: [...(links?.clone ?? []).map((c) => c.href), links?.html?.href],
         refs: (p.changes ?? []).map((c) => c.ref?.id ?? c.refId),
       };
     },
@@ -237,7 +259,8 @@ const MAX_DELIVERY_ID = 256;
 const MAX_URL = 2048;
 
 /**
- * Reads the event, the delivery ID, the repository URLs and the refs pushed.
+ * Reads the event, the delivery ID, the repository URLs and the refs pushed
+ * (a pull-request event: the repository URLs only).
  * `body` is the raw request body; for GitHub's form encoding the JSON is in
  * its `payload` field. Throws WebhookParseError for anything malformed.
  */
@@ -265,9 +288,10 @@ export function parseDelivery(
   const kind = spec.classify(event, payload);
   const extracted = spec.extract(payload);
   const repoUrls = unique(extracted.repoUrls).filter((u) => u.length <= MAX_URL);
-  if (kind !== 'push') return { kind, event, deliveryId, repoUrls, refs: [] };
-
+  if (kind !== 'push' && kind !== 'pull_request') return { kind, event, deliveryId, repoUrls, refs: [] };
   if (repoUrls.length === 0) throw new WebhookParseError(`payload names no repository URL (${spec.urlFields})`);
+  if (kind === 'pull_request') return { kind, event, deliveryId, repoUrls, refs: [] };
+
   const refs = unique(extracted.refs);
   if (refs.length === 0) throw new WebhookParseError(`payload names no ref (${spec.refFields})`);
   for (const r of refs) {

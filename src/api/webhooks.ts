@@ -1,5 +1,5 @@
 // POST /webhooks/{github|gitlab|gitea|bitbucket|generic}: git push webhooks
-// (DESIGN §3.4). A fastify plugin, kept encapsulated (no fastify-plugin) so
+// (DESIGN §3.4), and pull-request webhooks as a hint for previews (issue #28). A fastify plugin, kept encapsulated (no fastify-plugin) so
 // its raw-body content-type parsers and error handler stay on its own routes.
 // It only wires steps testable without fastify: Deliveries handles a
 // delivery, failedDelivery answers what was thrown.
@@ -9,7 +9,10 @@
 // Apps whose own secret (or the global one) verifies the exact bytes
 // received (when none does, secrets that may have been rotated are re-read
 // once, as the caller allows). Then drop replays, and hand the matches to
-// onPush, which resolves the ref itself: the payload's SHAs are never used.
+// onPush, which resolves the ref itself: the payload's SHAs are never used;
+// or, for a pull-request event, to onPullRequest, which only asks the previews
+// planner to list the pull requests sooner: nothing of the payload's pull
+// request is used.
 import { readFileSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
@@ -31,6 +34,8 @@ export interface Candidate {
   namespace: string;
   name: string;
   secret: Buffer | undefined;
+  /** For a pull-request event: its spec.previews follows the event's repository (the others only verify it). */
+  previews?: boolean;
   /**
    * Called when no secret verified the delivery: a fresher value of this
    * App's secret to try (it may have been rotated since it was cached), or
@@ -42,16 +47,18 @@ export interface Candidate {
 /**
  * What a delivery says, for the caller to match Apps with normalizeRepoUrl.
  * For a push, match an App when any of repoUrls and any of refs equal its own;
- * for a ping or another event refs is empty: match on the repository alone.
+ * for a pull-request event, the Apps whose spec.previews follows one of
+ * repoUrls; for a ping or another event refs is empty: match on the
+ * repository alone.
  */
 export interface WebhookHint extends ParsedDelivery {
   provider: Provider;
 }
 
 /**
- * Per delivery, for teal_webhook_deliveries_total. accepted: a push triggered
- * Apps (202); ignored: verified, nothing to do (ping, other events, a push no
- * App tracks); error: the lookup or onPush failed (503). Unknown providers are
+ * Per delivery, for teal_webhook_deliveries_total. accepted: a push or a pull
+ * request triggered Apps (202); ignored: verified, nothing to do (ping, other
+ * events, a push or pull request no App tracks); error: the lookup or onPush failed (503). Unknown providers are
  * not reported, so the label set stays bounded.
  */
 export type WebhookResult =
@@ -78,6 +85,11 @@ export interface WebhookOptions {
   candidates(hint: WebhookHint): Promise<Candidate[]>;
   /** Called once per verified, new push with the Apps it matched; awaited before replying 202. */
   onPush(matched: Candidate[], hint: WebhookHint): Promise<void>;
+  /**
+   * Called once per verified, new pull-request event with the Apps whose previews
+   * follow its repository; awaited before replying 202. Without it those events are ignored.
+   */
+  onPullRequest?(matched: Candidate[], hint: WebhookHint): Promise<void>;
   /** Verifies deliveries for every App, in addition to each App's own secret. */
   globalSecret?: Buffer | undefined;
   /** Largest body accepted, in bytes; default 1 MiB. */
@@ -134,7 +146,7 @@ export class RawBody {
 
 // One body for every failed check, so a reply never tells whether a repository is known.
 const UNAUTHORIZED = { error: 'unauthorized', message: 'missing or invalid webhook signature' };
-const UNAVAILABLE = { error: 'unavailable', message: 'the push could not be handled; deliver it again later' };
+const UNAVAILABLE = { error: 'unavailable', message: 'the delivery could not be handled; deliver it again later' };
 
 export const webhooksPlugin: FastifyPluginAsync<WebhookOptions> = async (fastify, opts) => {
   const { bodyLimit, maxDeliveryIds, globalSecret } = webhookSettings(opts);
@@ -243,17 +255,21 @@ export interface DeliveryAnswer {
  * before, and hand a push to onPush. Its state is the delivery IDs seen.
  */
 export class Deliveries {
-  private readonly opts: Pick<WebhookOptions, 'candidates' | 'onPush'>;
+  private readonly opts: Pick<WebhookOptions, 'candidates' | 'onPush' | 'onPullRequest'>;
   private readonly globalSecret: Buffer | undefined;
   private readonly recent: Map<Provider, RecentIds>;
 
-  constructor(opts: Pick<WebhookOptions, 'candidates' | 'onPush'>, globalSecret: Buffer | undefined, maxIds: number) {
+  constructor(
+    opts: Pick<WebhookOptions, 'candidates' | 'onPush' | 'onPullRequest'>,
+    globalSecret: Buffer | undefined,
+    maxIds: number,
+  ) {
     this.opts = opts;
     this.globalSecret = globalSecret;
     this.recent = new Map(PROVIDERS.map((p) => [p, new RecentIds(maxIds)]));
   }
 
-  /** Verified, new and a push: handed to onPush. Every answer says what it counts as. */
+  /** Verified, new and a push: handed to onPush (a pull request: to onPullRequest). Every answer says what it counts as. */
   async handle(request: DeliveryRequest, log: WebhookLogger): Promise<DeliveryAnswer> {
     if (!isProvider(request.provider)) {
       return { status: 404, body: { error: 'not_found', message: 'unknown webhook provider' } };
@@ -318,10 +334,10 @@ export class Deliveries {
     return matched;
   }
 
-  /** A verified delivery: dropped if seen before, ignored unless a push that matched, else handed to onPush. */
+  /** A verified delivery: dropped if seen before, ignored unless a push (or pull request) that matched, else handed on. */
   private async deliver(
     { hint, context }: Delivery,
-    matched: Candidate[],
+    verified: Candidate[],
     log: WebhookLogger,
   ): Promise<DeliveryAnswer> {
     // Recorded only now: an unverified request must not mark an ID as seen.
@@ -335,24 +351,29 @@ export class Deliveries {
       log.info(context, 'webhook ping');
       return answer('ignored', 200, { ping: true });
     }
-    if (hint.kind === 'other') {
+    const onPullRequest = this.opts.onPullRequest;
+    const handler = hint.kind === 'push' ? this.opts.onPush : hint.kind === 'pull_request' ? onPullRequest : undefined;
+    if (handler === undefined) {
       log.debug(context, 'webhook event ignored');
       return answer('ignored', 200, { ignored: hint.event });
     }
-    if (matched.length === 0) {
-      log.info({ ...context, refs: hint.refs }, 'webhook push matched no App');
+    const what = hint.kind === 'push' ? 'push' : 'pull request';
+    // A pull request concerns only the Apps whose previews follow its repository.
+    const targets = hint.kind === 'pull_request' ? verified.filter((c) => c.previews === true) : verified;
+    if (targets.length === 0) {
+      log.info({ ...context, refs: hint.refs }, `webhook ${what} matched no App`);
       return answer('ignored', 200, { matched: [] });
     }
-    const names = matched.map((c) => `${c.namespace}/${c.name}`);
+    const names = targets.map((c) => `${c.namespace}/${c.name}`);
     try {
-      await this.opts.onPush(matched, hint);
+      await handler(targets, hint);
     } catch (err) {
       // Let a redelivery of this ID try again.
       if (id !== undefined) seen?.delete(id);
-      log.error({ ...context, refs: hint.refs, matched: names, err }, 'triggering Apps for a webhook push failed');
+      log.error({ ...context, refs: hint.refs, matched: names, err }, `triggering Apps for a webhook ${what} failed`);
       return answer('error', 503, UNAVAILABLE);
     }
-    log.info({ ...context, refs: hint.refs, matched: names }, 'webhook push accepted');
+    log.info({ ...context, refs: hint.refs, matched: names }, `webhook ${what} accepted`);
     return answer('accepted', 202, { matched: names });
   }
 }
@@ -386,7 +407,7 @@ async function matchAfterReread(candidates: Candidate[], verify: Verifier): Prom
     candidates.map(async (c): Promise<Candidate | undefined> => {
       const reading = c.reread?.();
       if (reading === undefined) return undefined;
-      return { namespace: c.namespace, name: c.name, secret: await reading };
+      return { ...c, secret: await reading };
     }),
   );
   return uniqueApps(fresh.filter((c): c is Candidate => c !== undefined && verifiedBy(c.secret, verify)));
