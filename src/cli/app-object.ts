@@ -6,6 +6,7 @@ import type { V1Job, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
 import { LABEL_APP, LABEL_APP_NAMESPACE, LABEL_APP_UID } from '../app/labels.ts';
 import type { AppStatus } from '../app/schema.ts';
 import { readAppStatus } from '../app/status-reader.ts';
+import { LABEL_PREVIEW_OF } from '../previews/labels.ts';
 
 /** An App as read from the API server: JSON, not parsed by the schema (no defaults added). */
 export interface AppObject {
@@ -20,6 +21,8 @@ export interface AppObject {
     creationTimestamp?: string;
     deletionTimestamp?: string;
     annotations?: Record<string, string>;
+    labels?: Record<string, string>;
+    ownerReferences?: { uid: string }[];
   };
   spec: {
     image?: string;
@@ -27,6 +30,8 @@ export interface AppObject {
     build?: { image?: string };
     replicas?: number;
     paused?: boolean;
+    /** Only whether it is set is read (`previews`): the operator validates it. */
+    previews?: unknown;
   };
   /** Read leniently (readApp): what could not be read is absent. */
   status?: AppStatus;
@@ -62,6 +67,17 @@ export interface AppReader {
   /** Build Jobs of the App that it owns. */
   jobs(app: AppObject): Promise<V1Job[]>;
 }
+
+/** The reads of `kubectl teal previews`: the parent App, and the child Apps its previews made. */
+export interface PreviewsReader {
+  readonly namespace: string;
+  getApp(name: string): Promise<AppObject>;
+  /** The Apps labelled as previews of the parent (previewSelector), keeping those it owns. */
+  previewApps(parent: AppObject): Promise<AppObject[]>;
+}
+
+/** The label selector of a parent App's preview children (the planner labels them so). */
+export const previewSelector = (parent: string): string => `${LABEL_PREVIEW_OF}=${parent}`;
 
 /** Where the App's build Jobs are, and which of those listed are its own. */
 export interface BuildJobsQuery {

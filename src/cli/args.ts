@@ -131,6 +131,18 @@ export const COMMANDS: readonly CommandSpec[] = [
     ['kubectl teal get weather', 'kubectl teal get weather -w', 'kubectl teal get weather -o json'],
     async () => (await import('./commands/get.ts')).get,
   ),
+  command(
+    'previews',
+    'APP [--watch]',
+    "List the previews of an App's pull requests (spec.previews): state, child App and its phase, head, URL",
+    ['APP'],
+    {
+      watch: { type: 'boolean', short: 'w', help: 'redraw whenever the App or one of its preview Apps changes' },
+      ...OUTPUT,
+    },
+    ['kubectl teal previews weather', 'kubectl teal previews weather -w', 'kubectl teal previews weather -o json'],
+    async () => (await import('./commands/previews.ts')).previews,
+  ),
   actionCommand('promote', 'Promote the revision in preview to active', [
     'kubectl teal promote weather',
     'kubectl teal promote weather --revision 7',

@@ -24,7 +24,15 @@ import { LABEL_APP } from '../app/labels.ts';
 import { APP_API, APP_RESOURCE } from '../app/schema.ts';
 import { apiStatusOf } from '../kube/errors.ts';
 import { applyTokenFiles, kubeconfigPaths } from '../kube/token-file.ts';
-import { type AppObject, awayBuildQuery, buildJobsQuery, type ConnectOptions, ownedBy, readApp } from './app-object.ts';
+import {
+  type AppObject,
+  awayBuildQuery,
+  buildJobsQuery,
+  type ConnectOptions,
+  ownedBy,
+  previewSelector,
+  readApp,
+} from './app-object.ts';
 import { CliError } from './errors.ts';
 import { explain, type Operation } from './explain.ts';
 
@@ -152,6 +160,16 @@ export class Session {
         : this.custom.listNamespacedCustomObject({ ...APP_API, namespace: this.namespace }),
     )) as { items?: unknown[] };
     return (list.items ?? []).map(readApp);
+  }
+
+  /** The child Apps of the parent's previews, by label, keeping those it owns. */
+  async previewApps(parent: AppObject): Promise<AppObject[]> {
+    const op = { verb: 'list', resource: APP_RESOURCE, namespace: this.namespace };
+    const labelSelector = previewSelector(parent.metadata.name);
+    const list = (await this.call(op, () =>
+      this.custom.listNamespacedCustomObject({ ...APP_API, namespace: this.namespace, labelSelector }),
+    )) as { items?: unknown[] };
+    return (list.items ?? []).map(readApp).filter((app) => ownedBy(app, parent));
   }
 
   /**

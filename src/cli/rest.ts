@@ -26,6 +26,8 @@ import {
   buildJobsQuery,
   type ConnectOptions,
   ownedBy,
+  type PreviewsReader,
+  previewSelector,
   readApp,
 } from './app-object.ts';
 import { explain, type Operation } from './explain.ts';
@@ -198,7 +200,7 @@ class HttpStatusError extends Error {
 type Request = typeof httpsRequest;
 
 /** GETs of one API server, over one keep-alive connection. */
-export class RestReader implements AppReader {
+export class RestReader implements AppReader, PreviewsReader {
   readonly namespace: string;
   private readonly target: RestTarget;
   private readonly agent: HttpAgent | HttpsAgent;
@@ -267,6 +269,13 @@ export class RestReader implements AppReader {
   async getApp(name: string): Promise<AppObject> {
     const op = { verb: 'get', resource: APP_RESOURCE, name, namespace: this.namespace };
     return readApp(await this.get(op, `${appsPath(this.namespace)}/${encodeURIComponent(name)}`));
+  }
+
+  async previewApps(parent: AppObject): Promise<AppObject[]> {
+    const op = { verb: 'list', resource: APP_RESOURCE, namespace: this.namespace };
+    const query = { labelSelector: previewSelector(parent.metadata.name) };
+    const list = await this.get<{ items?: unknown[] }>(op, appsPath(this.namespace), query);
+    return (list.items ?? []).map(readApp).filter((app) => ownedBy(app, parent));
   }
 
   // The objects are the API server's JSON: their timestamps are strings where client-node's

@@ -71,7 +71,7 @@ export async function get(args: string[], flags: Flags): Promise<number> {
  * few seconds on a terminal, every 30 s into a file or a pipe (each draw is a
  * new block there). TEAL_REDRAW_SECONDS sets it; 0 turns it off.
  */
-function redrawEveryMs(tty: boolean): number | undefined {
+export function redrawEveryMs(tty: boolean): number | undefined {
   const set = process.env.TEAL_REDRAW_SECONDS;
   if (set === undefined || set === '') return tty ? 5_000 : 30_000;
   const seconds = Number(set);
