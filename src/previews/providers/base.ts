@@ -1,27 +1,28 @@
 // What the four clients share: the executor, the repository, the App's comment
-// marker, who the token is, and keeping to one comment per pull request.
-import type { z } from 'zod';
-import { type PreviewProvider, type PullRequest, previewCommentMarker } from '../pull-request.ts';
+// marker, who the token is, and keeping to one comment per pull request; and
+// the small steps every client takes the same way (paging, a status's checks,
+// a comment's id, the token user).
+import { z } from 'zod';
+import {
+  type CommitStatus,
+  type PreviewProvider,
+  type PullRequest,
+  previewCommentMarker,
+  type RepositoryPermission,
+} from '../pull-request.ts';
 import { findOwnComment, markedBody, type PostedComment } from './comment.ts';
-import { type CommentAction, failure, type HostResult, type LabelAddition, ok } from './host.ts';
-import { type Budget, type Call, HttpExecutor, type ProviderMetrics } from './http.ts';
+import { type CommentAction, failure, type HostFailure, type HostResult, type LabelAddition, ok } from './host.ts';
+import { type Call, HttpExecutor, type HttpOptions, nextLink, type Reply } from './http.ts';
+import { checkedStatus } from './status.ts';
 
-export interface HostOptions {
-  provider: PreviewProvider;
-  /** Checked by checkApiUrl. */
-  apiUrl: URL;
+/** The executor's options but the headers, which each client sets, and the repository, token and App. */
+export interface HostOptions extends Omit<HttpOptions, 'auth' | 'headers' | 'cacheEntries'> {
   /** Checked by checkRepository. */
   repository: readonly string[];
   /** From the previews' token Secret; sent to apiUrl's origin only, never logged. */
   token: string;
   /** namespace/name of the parent App: its comment's marker. */
   appKey: string;
-  fetch?: typeof fetch;
-  timeoutMs?: number;
-  metrics?: ProviderMetrics;
-  budget?: Budget;
-  now?: () => number;
-  random?: () => number;
 }
 
 export const SHA = /^([0-9a-f]{40}|[0-9a-f]{64})$/;
@@ -55,6 +56,43 @@ export function parseItems<S extends z.ZodType>(
   return shapes.ok ? ok(shapes.value.map(toPullRequest)) : shapes;
 }
 
+/**
+ * Each item through its schema, and what pick makes of it; an item that does not
+ * parse (or that pick drops) is skipped: for histories and comments, where one
+ * odd entry must not hide the others.
+ */
+export function eachParsed<S extends z.ZodType, T>(
+  items: readonly unknown[],
+  schema: S,
+  pick: (item: z.output<S>) => T | undefined,
+): T[] {
+  return items.flatMap((raw) => {
+    const parsed = schema.safeParse(raw);
+    const picked = parsed.success ? pick(parsed.data as z.output<S>) : undefined;
+    return picked === undefined ? [] : [picked];
+  });
+}
+
+/** A provider's permission name as Teal's, none for a name it does not know. */
+export function permissionNamed(
+  names: Readonly<Record<string, RepositoryPermission>>,
+  name: string,
+): RepositoryPermission {
+  return names[name] ?? 'none';
+}
+
+/** How a provider pages its lists: where a page's items are, and the next page's URL. */
+export interface Paging {
+  itemsOf(json: unknown): unknown[] | undefined;
+  nextOf(reply: Reply): URL | undefined;
+}
+
+/** GitHub's, GitLab's and Gitea's: the page is a JSON array, the next one in the Link header. */
+export const LINK_PAGING: Paging = {
+  itemsOf: (json) => (Array.isArray(json) ? json : undefined),
+  nextOf: (reply) => nextLink(reply.header('link'), reply.url),
+};
+
 /** A reply's JSON through a schema, or a bad-response failure naming the operation. */
 export function parseReply<S extends z.ZodType>(provider: PreviewProvider, op: string, json: unknown, schema: S) {
   const parsed = schema.safeParse(json);
@@ -82,11 +120,19 @@ export abstract class BaseHost {
   private readonly queue = new Map<number, Promise<unknown>>();
   private who: Promise<HostResult<string | undefined>> | undefined;
 
-  constructor(o: HostOptions, auth: readonly [string, string], headers: Record<string, string> = {}) {
+  private readonly paging: Paging;
+
+  constructor(
+    o: HostOptions,
+    auth: readonly [string, string],
+    headers: Record<string, string> = {},
+    paging: Paging = LINK_PAGING,
+  ) {
     this.provider = o.provider;
     this.repo = o.repository;
     this.marker = previewCommentMarker(o.provider, o.appKey);
     this.http = new HttpExecutor({ ...o, auth, headers });
+    this.paging = paging;
   }
 
   notBefore(): number {
@@ -101,6 +147,50 @@ export abstract class BaseHost {
   protected send(call: Call) {
     return this.http.send(call);
   }
+
+  /** Every page of a list, as this provider pages. */
+  protected pages(call: Call): Promise<HostResult<unknown[]>> {
+    return this.http.pages(call, this.paging.itemsOf, this.paging.nextOf);
+  }
+
+  /** A call whose answer says nothing Teal needs: done or failed. */
+  protected async sendOnly(call: Call): Promise<HostResult<void>> {
+    const reply = await this.send(call);
+    return reply.ok ? ok(undefined) : reply;
+  }
+
+  /** A POST that creates something; its id, as every provider gives it ({"id": number}), as text. */
+  protected async create(call: Omit<Call, 'method'>): Promise<HostResult<string>> {
+    const reply = await this.send({ ...call, method: 'POST' });
+    if (!reply.ok) return reply;
+    const parsed = parseReply(this.provider, call.op, reply.value.json, z.object({ id: z.number() }));
+    return parsed.ok ? ok(String(parsed.value.id)) : parsed;
+  }
+
+  /**
+   * Who the token is: the field of GET user that names users on this host.
+   * anonymous: the failures that mean a token which is no user (then undefined:
+   * the marker alone finds the comment).
+   */
+  protected async tokenUser(
+    field: string,
+    anonymous: (failure: HostFailure) => boolean = () => false,
+  ): Promise<HostResult<string | undefined>> {
+    const op = 'reading the token user';
+    const reply = await this.send({ op, path: 'user' });
+    if (!reply.ok) return anonymous(reply.failure) ? ok(undefined) : reply;
+    const parsed = parseReply(this.provider, op, reply.value.json, z.object({ [field]: z.string() }));
+    return parsed.ok ? ok(parsed.value[field] as string) : parsed;
+  }
+
+  /** Only a full commit SHA gets a status (it goes into the path); the status checked as every provider sends it. */
+  async setStatus(sha: string, status: CommitStatus): Promise<HostResult<void>> {
+    if (!SHA.test(sha)) return failure('Rejected', `${this.provider}: setting a status: not a commit SHA`);
+    return this.sendOnly({ op: 'setting a status', method: 'POST', ...this.statusCall(sha, checkedStatus(status)) });
+  }
+
+  /** The provider's status request: its path and body (and a refusal that means done). */
+  protected abstract statusCall(sha: string, status: CheckedStatus): Pick<Call, 'path' | 'body' | 'alreadyDone'>;
 
   protected abstract commentCalls(): CommentCalls;
 
@@ -156,6 +246,8 @@ export abstract class BaseHost {
     return who;
   }
 }
+
+export type CheckedStatus = ReturnType<typeof checkedStatus>;
 
 /** A label put on or taken off, as each provider's history tells it, oldest first. */
 export interface LabelEvent extends LabelAddition {

@@ -12,17 +12,25 @@
 import { z } from 'zod';
 import {
   COMMIT_STATUS_CONTEXT,
-  type CommitStatus,
   type CommitStatusState,
   type PullRequest,
   type RepositoryPermission,
 } from '../pull-request.ts';
 import { checkRepository } from './api-url.ts';
-import { BaseHost, type CommentCalls, type HostOptions, parseReply, parseShapes, SHA } from './base.ts';
+import {
+  BaseHost,
+  type CheckedStatus,
+  type CommentCalls,
+  eachParsed,
+  type HostOptions,
+  type Paging,
+  parseReply,
+  parseShapes,
+  permissionNamed,
+  SHA,
+} from './base.ts';
 import type { PostedComment } from './comment.ts';
 import { failure, type HostResult, type LabelAddition, ok, type PreviewHost } from './host.ts';
-import type { Reply } from './http.ts';
-import { checkedStatus } from './status.ts';
 
 const Repository = z.object({
   full_name: z.string(),
@@ -74,11 +82,9 @@ const CommentShape = z.object({
 });
 
 export function bitbucketComments(items: readonly unknown[]): PostedComment[] {
-  return items.flatMap((raw) => {
-    const c = CommentShape.safeParse(raw);
-    if (!c.success || c.data.deleted) return [];
-    return [{ id: String(c.data.id), body: c.data.content.raw ?? '', author: c.data.user?.account_id ?? '' }];
-  });
+  return eachParsed(items, CommentShape, (c) =>
+    c.deleted ? undefined : { id: String(c.id), body: c.content.raw ?? '', author: c.user?.account_id ?? '' },
+  );
 }
 
 const STATES: Readonly<Record<CommitStatusState, string>> = {
@@ -93,13 +99,16 @@ const PERMISSIONS: Readonly<Record<string, RepositoryPermission>> = { admin: 'ad
 /** An account id (557058:...) or a {uuid}: what Bitbucket names users by. */
 const ACCOUNT = /^(\{[0-9a-f-]{36}\}|[A-Za-z0-9:-]{1,128})$/;
 
-const valuesOf = (json: unknown) => {
-  const values = (json as { values?: unknown } | null)?.values;
-  return Array.isArray(values) ? values : undefined;
-};
-const nextOf = (reply: Reply) => {
-  const next = (reply.json as { next?: unknown } | null)?.next;
-  return typeof next === 'string' && URL.canParse(next) ? new URL(next) : undefined;
+/** Bitbucket's pages: {"values": [...], "next": URL}, not Link headers. */
+const PAGING: Paging = {
+  itemsOf: (json) => {
+    const values = (json as { values?: unknown } | null)?.values;
+    return Array.isArray(values) ? values : undefined;
+  },
+  nextOf: (reply) => {
+    const next = (reply.json as { next?: unknown } | null)?.next;
+    return typeof next === 'string' && URL.canParse(next) ? new URL(next) : undefined;
+  },
 };
 
 /** Basic for user:secret (an app password, or an API token with its e-mail), Bearer for an access token. */
@@ -114,7 +123,7 @@ export class BitbucketHost extends BaseHost implements PreviewHost {
   private readonly webBase: string;
 
   constructor(o: HostOptions) {
-    super(o, bitbucketAuth(o.token));
+    super(o, bitbucketAuth(o.token), {}, PAGING);
     this.webBase = o.apiUrl.hostname === 'api.bitbucket.org' ? 'https://bitbucket.org' : o.apiUrl.origin;
   }
 
@@ -128,7 +137,7 @@ export class BitbucketHost extends BaseHost implements PreviewHost {
       path: this.path('pullrequests'),
       query: { state: 'OPEN', pagelen: '50' },
     };
-    const items = await this.http.pages(call, valuesOf, nextOf);
+    const items = await this.pages(call);
     if (!items.ok) return items;
     const shapes = parseShapes('bitbucket', items.value, BitbucketPull);
     if (!shapes.ok) return shapes;
@@ -174,16 +183,14 @@ export class BitbucketHost extends BaseHost implements PreviewHost {
       z.object({ values: z.array(z.object({ permission: z.string() })) }),
     );
     if (!parsed.ok) return parsed;
-    return ok(PERMISSIONS[parsed.value.values[0]?.permission ?? ''] ?? 'none');
+    return ok(permissionNamed(PERMISSIONS, parsed.value.values[0]?.permission ?? ''));
   }
 
   async labelAddedBy(): Promise<HostResult<LabelAddition | undefined>> {
     return failure('Unsupported', 'bitbucket: Bitbucket Cloud pull requests have no labels');
   }
 
-  async setStatus(sha: string, status: CommitStatus): Promise<HostResult<void>> {
-    if (!SHA.test(sha)) return failure('Rejected', 'bitbucket: setting a status: not a commit SHA');
-    const s = checkedStatus(status);
+  protected statusCall(sha: string, s: CheckedStatus) {
     // Bitbucket requires a URL: without a preview yet, the repository's page.
     const url = s.targetUrl ?? `${this.webBase}/${this.repoPath()}`;
     const body = {
@@ -193,43 +200,24 @@ export class BitbucketHost extends BaseHost implements PreviewHost {
       description: s.description,
       url,
     };
-    const path = this.path(`commit/${sha}/statuses/build`);
-    const reply = await this.send({ op: 'setting a status', method: 'POST', path, body });
-    return reply.ok ? ok(undefined) : reply;
+    return { path: this.path(`commit/${sha}/statuses/build`), body };
   }
 
   protected commentCalls(): CommentCalls {
     const comments = (number: number) => this.path(`pullrequests/${number}/comments`);
     return {
       list: async (number) => {
-        const call = { op: 'listing comments', path: comments(number), query: { pagelen: '100' } };
-        const items = await this.http.pages(call, valuesOf, nextOf);
+        const items = await this.pages({ op: 'listing comments', path: comments(number), query: { pagelen: '100' } });
         return items.ok ? ok(bitbucketComments(items.value)) : items;
       },
-      create: async (number, raw) => {
-        const op = 'posting the comment';
-        const reply = await this.send({ op, method: 'POST', path: comments(number), body: { content: { raw } } });
-        if (!reply.ok) return reply;
-        const parsed = parseReply('bitbucket', op, reply.value.json, z.object({ id: z.number() }));
-        return parsed.ok ? ok(String(parsed.value.id)) : parsed;
-      },
-      edit: async (number, id, raw) => {
+      create: (number, raw) =>
+        this.create({ op: 'posting the comment', path: comments(number), body: { content: { raw } } }),
+      edit: (number, id, raw) => {
         const path = `${comments(number)}/${encodeURIComponent(id)}`;
-        const reply = await this.send({ op: 'editing the comment', method: 'PUT', path, body: { content: { raw } } });
-        return reply.ok ? ok(undefined) : reply;
+        return this.sendOnly({ op: 'editing the comment', method: 'PUT', path, body: { content: { raw } } });
       },
-      self: async () => {
-        const reply = await this.send({ op: 'reading the token user', path: 'user' });
-        // A repository or workspace access token is no user: the marker alone finds the comment.
-        if (!reply.ok) return reply.failure.status === 403 ? ok(undefined) : reply;
-        const parsed = parseReply(
-          'bitbucket',
-          'reading the token user',
-          reply.value.json,
-          z.object({ account_id: z.string() }),
-        );
-        return parsed.ok ? ok(parsed.value.account_id) : parsed;
-      },
+      // A repository or workspace access token is no user: the marker alone finds the comment.
+      self: () => this.tokenUser('account_id', (f) => f.status === 403),
     };
   }
 }

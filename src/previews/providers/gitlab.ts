@@ -4,14 +4,15 @@
 import { z } from 'zod';
 import {
   COMMIT_STATUS_CONTEXT,
-  type CommitStatus,
   type CommitStatusState,
   type PullRequest,
   type RepositoryPermission,
 } from '../pull-request.ts';
 import {
   BaseHost,
+  type CheckedStatus,
   type CommentCalls,
+  eachParsed,
   type HostOptions,
   type LabelEvent,
   lastLabeler,
@@ -21,9 +22,7 @@ import {
   SHA,
 } from './base.ts';
 import type { PostedComment } from './comment.ts';
-import { failure, type HostResult, type LabelAddition, ok, type PreviewHost } from './host.ts';
-import { nextLink, type Reply } from './http.ts';
-import { checkedStatus } from './status.ts';
+import { type HostResult, type LabelAddition, ok, type PreviewHost } from './host.ts';
 
 export const GitLabMergeRequest = z.object({
   iid: z.number().int().positive(),
@@ -75,18 +74,11 @@ const LabelEventShape = z.object({
 });
 
 export function gitlabLabelEvents(events: readonly unknown[]): LabelEvent[] {
-  return events.flatMap((raw) => {
-    const e = LabelEventShape.safeParse(raw);
-    if (!e.success || !e.data.label || (e.data.action !== 'add' && e.data.action !== 'remove')) return [];
-    return [
-      {
-        added: e.data.action === 'add',
-        label: e.data.label.name,
-        by: e.data.user?.username ?? '',
-        at: e.data.created_at,
-      },
-    ];
-  });
+  return eachParsed(events, LabelEventShape, (e) =>
+    e.label && (e.action === 'add' || e.action === 'remove')
+      ? { added: e.action === 'add', label: e.label.name, by: e.user?.username ?? '', at: e.created_at }
+      : undefined,
+  );
 }
 
 const Version = z.object({ head_commit_sha: z.string().regex(SHA), created_at: z.string() });
@@ -112,11 +104,9 @@ const Note = z.object({
 });
 
 export function gitlabComments(items: readonly unknown[]): PostedComment[] {
-  return items.flatMap((raw) => {
-    const n = Note.safeParse(raw);
-    if (!n.success || n.data.system) return [];
-    return [{ id: String(n.data.id), body: n.data.body, author: n.data.author?.username ?? '' }];
-  });
+  return eachParsed(items, Note, (n) =>
+    n.system ? undefined : { id: String(n.id), body: n.body, author: n.author?.username ?? '' },
+  );
 }
 
 /** GitLab's states; "running" says building or deploying better than its "pending" (queued). */
@@ -130,8 +120,6 @@ const STATES: Readonly<Record<CommitStatusState, string>> = {
 /** GitLab refuses a status in the state it already has: the status is as asked. */
 const alreadyInState = (status: number, text: string) => status === 400 && /cannot transition status/i.test(text);
 
-const asList = (json: unknown) => (Array.isArray(json) ? json : undefined);
-const next = (reply: Reply) => nextLink(reply.header('link'), reply.url);
 const PAGE = { per_page: '100' };
 
 export class GitLabHost extends BaseHost implements PreviewHost {
@@ -145,11 +133,7 @@ export class GitLabHost extends BaseHost implements PreviewHost {
 
   async listOpen(): Promise<HostResult<PullRequest[]>> {
     const query = { state: 'opened', ...PAGE };
-    const items = await this.http.pages(
-      { op: 'listing merge requests', path: this.path('merge_requests'), query },
-      asList,
-      next,
-    );
+    const items = await this.pages({ op: 'listing merge requests', path: this.path('merge_requests'), query });
     return items.ok ? parseItems('gitlab', items.value, GitLabMergeRequest, gitlabPullRequest) : items;
   }
 
@@ -174,28 +158,24 @@ export class GitLabHost extends BaseHost implements PreviewHost {
 
   async labelAddedBy(number: number, label: string): Promise<HostResult<LabelAddition | undefined>> {
     const call = { op: 'reading label events', path: this.path(`merge_requests/${number}/resource_label_events`) };
-    const events = await this.http.pages({ ...call, query: PAGE }, asList, next);
+    const events = await this.pages({ ...call, query: PAGE });
     return events.ok ? ok(lastLabeler(gitlabLabelEvents(events.value), label)) : events;
   }
 
   async headAt(number: number, at: string): Promise<HostResult<string | undefined>> {
     const call = { op: 'reading merge request versions', path: this.path(`merge_requests/${number}/versions`) };
-    const versions = await this.http.pages({ ...call, query: PAGE }, asList, next);
+    const versions = await this.pages({ ...call, query: PAGE });
     return versions.ok ? ok(gitlabHeadAt(versions.value, at)) : versions;
   }
 
-  async setStatus(sha: string, status: CommitStatus): Promise<HostResult<void>> {
-    if (!SHA.test(sha)) return failure('Rejected', 'gitlab: setting a status: not a commit SHA');
-    const s = checkedStatus(status);
+  protected statusCall(sha: string, s: CheckedStatus) {
     const body = {
       state: STATES[s.state],
       description: s.description,
       name: COMMIT_STATUS_CONTEXT,
       target_url: s.targetUrl,
     };
-    const call = { op: 'setting a status', method: 'POST' as const, body, alreadyDone: alreadyInState };
-    const reply = await this.send({ ...call, path: this.path(`statuses/${sha}`) });
-    return reply.ok ? ok(undefined) : reply;
+    return { path: this.path(`statuses/${sha}`), body, alreadyDone: alreadyInState };
   }
 
   protected commentCalls(): CommentCalls {
@@ -203,32 +183,15 @@ export class GitLabHost extends BaseHost implements PreviewHost {
     return {
       list: async (number) => {
         const query = { ...PAGE, sort: 'asc', order_by: 'created_at' };
-        const items = await this.http.pages({ op: 'listing notes', path: notes(number), query }, asList, next);
+        const items = await this.pages({ op: 'listing notes', path: notes(number), query });
         return items.ok ? ok(gitlabComments(items.value)) : items;
       },
-      create: async (number, body) => {
-        const op = 'posting the comment';
-        const reply = await this.send({ op, method: 'POST', path: notes(number), body: { body } });
-        if (!reply.ok) return reply;
-        const parsed = parseReply('gitlab', op, reply.value.json, z.object({ id: z.number() }));
-        return parsed.ok ? ok(String(parsed.value.id)) : parsed;
-      },
-      edit: async (number, id, body) => {
+      create: (number, body) => this.create({ op: 'posting the comment', path: notes(number), body: { body } }),
+      edit: (number, id, body) => {
         const path = `${notes(number)}/${encodeURIComponent(id)}`;
-        const reply = await this.send({ op: 'editing the comment', method: 'PUT', path, body: { body } });
-        return reply.ok ? ok(undefined) : reply;
+        return this.sendOnly({ op: 'editing the comment', method: 'PUT', path, body: { body } });
       },
-      self: async () => {
-        const reply = await this.send({ op: 'reading the token user', path: 'user' });
-        if (!reply.ok) return reply;
-        const parsed = parseReply(
-          'gitlab',
-          'reading the token user',
-          reply.value.json,
-          z.object({ username: z.string() }),
-        );
-        return parsed.ok ? ok(parsed.value.username) : parsed;
-      },
+      self: () => this.tokenUser('username'),
     };
   }
 }
