@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifySignature } from '../../src/api/webhook-providers.ts';
 import { type Gitea, type GiteaUser, startGitea } from '../cluster/gitea.ts';
-import { createRepo, git, type TestRepo } from '../support/git-server.ts';
+import { createRepo, type TestRepo } from '../support/git-server.ts';
 import {
   addLabels,
   collaboratorPermission,
@@ -23,13 +23,13 @@ import {
   createWebhook,
   editComment,
   fetchRef,
-  forkRepository,
   type GiteaPullRequest,
   getPullRequest,
   type HookListener,
   labelEvents,
   listPullRequests,
   lsRemote,
+  openForkPullRequest,
   openPullRequest,
   postComment,
   postCommitStatus,
@@ -74,17 +74,8 @@ beforeAll(async () => {
   await pushBranches(gitea, alice, aliceClone, upstream, ['main', 'feature']);
   branchPr = await openPullRequest(gitea, alice, upstream, { head: 'feature', title: 'A branch of the repository' });
 
-  fork = await forkRepository(gitea, bob, upstream);
   bobClone = await createRepo(join(workdir, 'bob'));
-  // Bob's work starts from the fork's main, which is alice's.
-  const forkMain = await fetchRef(gitea, bob, bobClone, fork, 'refs/heads/main', 'refs/remotes/fork/main');
-  await git(bobClone.dir, 'checkout', '--quiet', '-b', 'fork-change', forkMain);
-  await bobClone.commit('from the fork', { 'fork.txt': 'fork\n' });
-  await pushBranches(gitea, bob, bobClone, fork, ['fork-change']);
-  forkPr = await openPullRequest(gitea, bob, upstream, {
-    head: { fork, branch: 'fork-change' },
-    title: 'A change from a fork',
-  });
+  ({ fork, pr: forkPr } = await openForkPullRequest(gitea, bob, upstream, bobClone, 'A change from a fork'));
   // Without `make gitea` first (make test runs it), the first run builds Gitea here: minutes, not seconds.
 }, GITEA_BUILD_MS);
 

@@ -20,9 +20,9 @@ import {
   createLabel,
   createRepository,
   fetchRef,
-  forkRepository,
   type GiteaLabel,
   type GiteaPullRequest,
+  openForkPullRequest,
   openPullRequest,
   postComment,
   pushBranches,
@@ -96,13 +96,8 @@ beforeAll(async () => {
   await pushBranches(gitea, alice, aliceClone, upstream, ['main', 'feature']);
   branchPr = await openPullRequest(gitea, alice, upstream, { head: 'feature', title: 'A branch of the repository' });
 
-  const fork = await forkRepository(gitea, bob, upstream);
   bobClone = await createRepo(join(workdir, 'bob'));
-  const forkMain = await fetchRef(gitea, bob, bobClone, fork, 'refs/heads/main', 'refs/remotes/fork/main');
-  await git(bobClone.dir, 'checkout', '--quiet', '-b', 'fork-change', forkMain);
-  await bobClone.commit('from the fork', { 'fork.txt': 'fork\n' });
-  await pushBranches(gitea, bob, bobClone, fork, ['fork-change']);
-  forkPr = await openPullRequest(gitea, bob, upstream, { head: { fork, branch: 'fork-change' }, title: 'From a fork' });
+  ({ pr: forkPr } = await openForkPullRequest(gitea, bob, upstream, bobClone, 'From a fork'));
 }, GITEA_BUILD_MS);
 
 afterAll(async () => {

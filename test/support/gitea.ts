@@ -10,7 +10,7 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage } from 'no
 import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import type { Gitea, GiteaUser } from '../cluster/gitea.ts';
-import { GIT_ENV, type TestRepo } from './git-server.ts';
+import { GIT_ENV, git, type TestRepo } from './git-server.ts';
 import { waitFor } from './wait.ts';
 
 /** A repository on the server, as owner/name. */
@@ -220,6 +220,28 @@ export async function lsRemote(
         return [ref, sha];
       }),
   );
+}
+
+/**
+ * A pull request into the repository's main from a fork: the user forks it,
+ * starts branch fork-change in the local clone from the fork's main, commits
+ * fork.txt there, pushes it to the fork and opens the pull request.
+ */
+export async function openForkPullRequest(
+  gitea: Gitea,
+  user: GiteaUser,
+  repo: RepoRef,
+  local: TestRepo,
+  title: string,
+): Promise<{ fork: RepoRef; pr: GiteaPullRequest }> {
+  const fork = await forkRepository(gitea, user, repo);
+  // The work starts from the fork's main, which is the repository's.
+  const forkMain = await fetchRef(gitea, user, local, fork, 'refs/heads/main', 'refs/remotes/fork/main');
+  await git(local.dir, 'checkout', '--quiet', '-b', 'fork-change', forkMain);
+  await local.commit('from the fork', { 'fork.txt': 'fork\n' });
+  await pushBranches(gitea, user, local, fork, ['fork-change']);
+  const pr = await openPullRequest(gitea, user, repo, { head: { fork, branch: 'fork-change' }, title });
+  return { fork, pr };
 }
 
 /**
