@@ -20,3 +20,12 @@ export function ownerReference(app: App): OwnerReference {
     blockOwnerDeletion: true,
   };
 }
+
+/** The metadata Teal writes on an object an App owns (a preview's child App, its Ingress or HTTPRoute). */
+export interface OwnedMetadata {
+  name: string;
+  namespace: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  ownerReferences: OwnerReference[];
+}

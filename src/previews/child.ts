@@ -5,8 +5,7 @@
 // parent collects every preview.
 import { podTemplateHash } from '../app/hash.ts';
 import { LABEL_MANAGED_BY, MANAGED_BY } from '../app/labels.ts';
-import type { OwnerReference } from '../app/owner.ts';
-import { ownerReference } from '../app/owner.ts';
+import { type OwnedMetadata, ownerReference } from '../app/owner.ts';
 import type { Previews } from '../app/previews-schema.ts';
 import { API_VERSION, type App, type AppSpec, KIND } from '../app/schema.ts';
 import {
@@ -30,13 +29,7 @@ export const PREVIEW_HISTORY_LIMIT = 2;
 export interface ChildApp {
   apiVersion: typeof API_VERSION;
   kind: typeof KIND;
-  metadata: {
-    name: string;
-    namespace: string;
-    labels: Record<string, string>;
-    annotations: Record<string, string>;
-    ownerReferences: OwnerReference[];
-  };
+  metadata: OwnedMetadata;
   spec: AppSpec;
 }
 

@@ -4,7 +4,7 @@
 // spec.previews.exposure, every label kept to 63 characters (names.ts).
 import { podTemplateHash } from '../app/hash.ts';
 import { ANN_APPLIED, LABEL_MANAGED_BY, MANAGED_BY } from '../app/labels.ts';
-import { type OwnerReference, ownerReference } from '../app/owner.ts';
+import { type OwnedMetadata, ownerReference } from '../app/owner.ts';
 import type { PreviewsExposure } from '../app/previews-schema.ts';
 import type { App } from '../app/schema.ts';
 import { serviceName, servicePorts } from '../rollout/service.ts';
@@ -14,13 +14,7 @@ import { expandHost, hostTemplate } from './names.ts';
 export interface ExposureManifest {
   apiVersion: 'networking.k8s.io/v1' | 'gateway.networking.k8s.io/v1';
   kind: 'Ingress' | 'HTTPRoute';
-  metadata: {
-    name: string;
-    namespace: string;
-    labels: Record<string, string>;
-    annotations: Record<string, string>;
-    ownerReferences: OwnerReference[];
-  };
+  metadata: OwnedMetadata;
   spec: Record<string, unknown>;
 }
 
