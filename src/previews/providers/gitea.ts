@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { PullRequest, RepositoryPermission } from '../pull-request.ts';
 import { eachParsed, type HostOptions, type LabelEvent, SHA } from './base.ts';
 import type { PostedComment } from './comment.ts';
-import { GitHubShapedHost } from './github-shaped.ts';
+import { GitHubShapedHost, githubShapedPullRequest } from './github-shaped.ts';
 
 export const GiteaPull = z.object({
   number: z.number().int().positive(),
@@ -24,19 +24,11 @@ export const GiteaPull = z.object({
 const WIP = /^\s*(wip:|\[wip\])/i;
 
 export function giteaPullRequest(p: z.output<typeof GiteaPull>): PullRequest {
-  return {
-    number: p.number,
-    title: p.title,
-    headSha: p.head.sha,
-    headRef: `refs/pull/${p.number}/head`,
-    baseBranch: p.base.ref,
+  return githubShapedPullRequest(p, {
     labels: (p.labels ?? []).map((l) => l.name),
     draft: p.draft ?? WIP.test(p.title),
     fromFork: p.head.repo_id !== p.base.repo_id,
-    author: p.user?.login ?? '',
-    webUrl: p.html_url,
-    updatedAt: p.updated_at,
-  };
+  });
 }
 
 const TimelineItem = z.object({

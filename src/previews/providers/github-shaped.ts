@@ -43,6 +43,41 @@ export interface Dialect<S extends z.ZodType> {
   anonymous?: (failure: HostFailure) => boolean;
 }
 
+/** What a GitHub-shaped host's pull request has alike. */
+interface SharedPull {
+  number: number;
+  title: string;
+  head: { sha: string };
+  base: { ref: string };
+  user: { login: string } | null;
+  html_url: string;
+  updated_at: string;
+}
+
+/**
+ * A GitHub-shaped pull request as Teal reads it; labels, draft and the fork
+ * flag are each host's own. The head is the pull ref of the base repository,
+ * forks' too.
+ */
+export function githubShapedPullRequest(
+  p: SharedPull,
+  own: Pick<PullRequest, 'labels' | 'draft' | 'fromFork'>,
+): PullRequest {
+  return {
+    number: p.number,
+    title: p.title,
+    headSha: p.head.sha,
+    headRef: `refs/pull/${p.number}/head`,
+    baseBranch: p.base.ref,
+    labels: own.labels,
+    draft: own.draft,
+    fromFork: own.fromFork,
+    author: p.user?.login ?? '',
+    webUrl: p.html_url,
+    updatedAt: p.updated_at,
+  };
+}
+
 const PermissionReply = z.object({ permission: z.string() });
 
 export abstract class GitHubShapedHost<S extends z.ZodType> extends BaseHost implements PreviewHost {

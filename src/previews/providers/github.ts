@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { PullRequest, RepositoryPermission } from '../pull-request.ts';
 import { eachParsed, type HostOptions, type LabelEvent, SHA } from './base.ts';
 import type { PostedComment } from './comment.ts';
-import { GitHubShapedHost } from './github-shaped.ts';
+import { GitHubShapedHost, githubShapedPullRequest } from './github-shaped.ts';
 
 const Repo = z.object({ id: z.number() });
 export const GitHubPull = z.object({
@@ -21,20 +21,12 @@ export const GitHubPull = z.object({
 });
 
 export function githubPullRequest(p: z.output<typeof GitHubPull>): PullRequest {
-  return {
-    number: p.number,
-    title: p.title,
-    headSha: p.head.sha,
-    headRef: `refs/pull/${p.number}/head`,
-    baseBranch: p.base.ref,
+  return githubShapedPullRequest(p, {
     labels: p.labels.map((l) => l.name),
     draft: p.draft ?? false,
     // A deleted fork leaves head.repo null: still not the base repository.
     fromFork: p.head.repo?.id !== p.base.repo.id,
-    author: p.user?.login ?? '',
-    webUrl: p.html_url,
-    updatedAt: p.updated_at,
-  };
+  });
 }
 
 const IssueEvent = z.object({
