@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { PullRequest, RepositoryPermission } from '../pull-request.ts';
 import { eachParsed, type HostOptions, type LabelEvent, SHA } from './base.ts';
 import type { PostedComment } from './comment.ts';
-import { GitHubShapedHost, githubShapedPullRequest } from './github-shaped.ts';
+import { GITHUB_PERMISSIONS, GitHubShapedHost, githubShapedPullRequest } from './github-shaped.ts';
 
 export const GiteaPull = z.object({
   number: z.number().int().positive(),
@@ -54,14 +54,8 @@ export function giteaComments(items: readonly unknown[]): PostedComment[] {
   return eachParsed(items, Comment, (c) => ({ id: String(c.id), body: c.body, author: c.user?.login ?? '' }));
 }
 
-/** Gitea names the repository's owner apart; GitHub says admin for one. */
-const PERMISSIONS: Readonly<Record<string, RepositoryPermission>> = {
-  owner: 'admin',
-  admin: 'admin',
-  write: 'write',
-  read: 'read',
-  none: 'none',
-};
+/** GitHub's permission names, and the repository's owner, which Gitea names apart (GitHub says admin for one). */
+const PERMISSIONS: Readonly<Record<string, RepositoryPermission>> = { owner: 'admin', ...GITHUB_PERMISSIONS };
 
 /**
  * Gitea mirrors GitHub's v3 calls (github-shaped.ts); it differs in: the token

@@ -78,6 +78,14 @@ export function githubShapedPullRequest(
   };
 }
 
+/** GitHub's permission names (maintain is write, triage read: the API's permission field says so already). */
+export const GITHUB_PERMISSIONS: Readonly<Record<string, RepositoryPermission>> = {
+  admin: 'admin',
+  write: 'write',
+  read: 'read',
+  none: 'none',
+};
+
 const PermissionReply = z.object({ permission: z.string() });
 
 export abstract class GitHubShapedHost<S extends z.ZodType> extends BaseHost implements PreviewHost {

@@ -2,10 +2,10 @@
 // collaborator permission, issue events, commit statuses, issue comments.
 // A 304 to a conditional request does not count against GitHub's rate limit.
 import { z } from 'zod';
-import type { PullRequest, RepositoryPermission } from '../pull-request.ts';
+import type { PullRequest } from '../pull-request.ts';
 import { eachParsed, type HostOptions, type LabelEvent, SHA } from './base.ts';
 import type { PostedComment } from './comment.ts';
-import { GitHubShapedHost, githubShapedPullRequest } from './github-shaped.ts';
+import { GITHUB_PERMISSIONS, GitHubShapedHost, githubShapedPullRequest } from './github-shaped.ts';
 
 const Repo = z.object({ id: z.number() });
 export const GitHubPull = z.object({
@@ -54,13 +54,6 @@ export function githubComments(items: readonly unknown[]): PostedComment[] {
   return eachParsed(items, Comment, (c) => ({ id: String(c.id), body: c.body ?? '', author: c.user?.login ?? '' }));
 }
 
-const PERMISSIONS: Readonly<Record<string, RepositoryPermission>> = {
-  admin: 'admin',
-  write: 'write',
-  read: 'read',
-  none: 'none',
-};
-
 export class GitHubHost extends GitHubShapedHost<typeof GitHubPull> {
   constructor(o: HostOptions) {
     super(o, {
@@ -69,7 +62,7 @@ export class GitHubHost extends GitHubShapedHost<typeof GitHubPull> {
       page: { per_page: '100' },
       pull: GitHubPull,
       toPullRequest: githubPullRequest,
-      permissions: PERMISSIONS,
+      permissions: GITHUB_PERMISSIONS,
       labelHistory: { op: 'reading label events', path: 'events', events: githubLabelEvents },
       commentsPaged: true,
       comments: githubComments,
