@@ -3,11 +3,11 @@
 // --watch, and a kubeconfig rest.ts leaves to client-node, use kube.ts's Session.
 import { LABEL_APP } from '../../app/labels.ts';
 import { type AppObject, type AppReader, buildJobsQuery } from '../app-object.ts';
+import { drawOnceOrWatch } from '../draw.ts';
 import { CliError, EXIT } from '../errors.ts';
 import type { Flags } from '../flags.ts';
 import type { paths as kubePaths, Session } from '../kube.ts';
 import { formatData, useColour } from '../output.ts';
-import { restReader } from '../rest.ts';
 import { type AppView, appView, renderApp } from '../tree.ts';
 
 /** Kinds the user may not list (403), with the refusal: left out of the tree rather than failing it. */
@@ -48,22 +48,12 @@ async function loadApp(session: AppReader, name: string, hidden: Hidden): Promis
 export async function get(args: string[], flags: Flags): Promise<number> {
   const [name = ''] = args;
   const show = (view: AppView) => (flags.output ? formatData(view, flags.output) : renderApp(view, useColour()));
-  const fast = flags.watch ? undefined : await restReader(flags);
-  if (fast) {
-    try {
-      process.stdout.write(show(await loadView(fast, name)));
-    } finally {
-      fast.close();
-    }
-    return EXIT.ok;
-  }
-  const { Session } = await import('../kube.ts');
-  const session = new Session(flags);
-  if (!flags.watch) {
-    process.stdout.write(show(await loadView(session, name)));
-    return EXIT.ok;
-  }
-  return watchApp(session, name, show);
+  return drawOnceOrWatch(
+    flags,
+    (reader) => loadView(reader, name),
+    show,
+    (session) => watchApp(session, name, show),
+  );
 }
 
 /**

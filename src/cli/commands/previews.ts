@@ -3,14 +3,14 @@
 // can; --watch uses kube.ts's Session and draws again when the parent App or
 // one of its child Apps changes. The child Apps are ordinary Apps: `get`,
 // `status`, `promote` ... take their names.
-import { APP_RESOURCE } from '../../app/schema.ts';
+import { APP_RESOURCE } from '../../app/app-api.ts';
 import { type PreviewsReader, previewSelector } from '../app-object.ts';
+import { drawOnceOrWatch } from '../draw.ts';
 import { CliError, EXIT } from '../errors.ts';
 import type { Flags } from '../flags.ts';
 import type { Session } from '../kube.ts';
 import { formatData, useColour } from '../output.ts';
 import { type PreviewsView, previewsView, renderPreviews, requirePreviews } from '../previews.ts';
-import { restReader } from '../rest.ts';
 
 /** The parent App and its child Apps, joined; a refusal to list the children (RBAC) leaves their phases out. */
 export async function loadPreviews(reader: PreviewsReader, name: string): Promise<PreviewsView> {
@@ -28,22 +28,12 @@ export async function previews(args: string[], flags: Flags): Promise<number> {
   const [name = ''] = args;
   const show = (view: PreviewsView) =>
     flags.output ? formatData(view, flags.output) : renderPreviews(view, useColour());
-  const fast = flags.watch ? undefined : await restReader(flags);
-  if (fast) {
-    try {
-      process.stdout.write(show(await loadPreviews(fast, name)));
-    } finally {
-      fast.close();
-    }
-    return EXIT.ok;
-  }
-  const { Session } = await import('../kube.ts');
-  const session = new Session(flags);
-  if (!flags.watch) {
-    process.stdout.write(show(await loadPreviews(session, name)));
-    return EXIT.ok;
-  }
-  return watchPreviews(session, name, show);
+  return drawOnceOrWatch(
+    flags,
+    (reader) => loadPreviews(reader, name),
+    show,
+    (session) => watchPreviews(session, name, show),
+  );
 }
 
 /** Draws again after each burst of changes of the parent or its children, and every few seconds for the ages. */
