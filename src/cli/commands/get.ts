@@ -3,8 +3,8 @@
 // --watch, and a kubeconfig rest.ts leaves to client-node, use kube.ts's Session.
 import { LABEL_APP } from '../../app/labels.ts';
 import { type AppObject, type AppReader, buildJobsQuery } from '../app-object.ts';
-import { drawOnceOrWatch } from '../draw.ts';
-import { CliError, EXIT } from '../errors.ts';
+import { drawOnceOrWatch, redrawOnChange } from '../draw.ts';
+import { CliError } from '../errors.ts';
 import type { Flags } from '../flags.ts';
 import type { paths as kubePaths, Session } from '../kube.ts';
 import { formatData, useColour } from '../output.ts';
@@ -57,78 +57,33 @@ export async function get(args: string[], flags: Flags): Promise<number> {
 }
 
 /**
- * How often --watch draws again with nothing changed, so the ages move: every
- * few seconds on a terminal, every 30 s into a file or a pipe (each draw is a
- * new block there). TEAL_REDRAW_SECONDS sets it; 0 turns it off.
- */
-export function redrawEveryMs(tty: boolean): number | undefined {
-  const set = process.env.TEAL_REDRAW_SECONDS;
-  if (set === undefined || set === '') return tty ? 5_000 : 30_000;
-  const seconds = Number(set);
-  if (!Number.isFinite(seconds) || seconds < 0) {
-    throw new CliError(`TEAL_REDRAW_SECONDS: a number of seconds (0 for never), got ${JSON.stringify(set)}`);
-  }
-  return seconds === 0 ? undefined : seconds * 1000;
-}
-
-/**
  * Watches the App and its ReplicaSets, pods and Jobs, and draws again after
- * each burst of changes (and every few seconds, for the ages). Runs until
- * Ctrl-C, or until a watch is refused.
+ * each burst of changes (redrawOnChange). Only the App's own watch is
+ * essential; without another, the periodic redraw still catches up.
  */
 async function watchApp(session: Session, name: string, show: (view: AppView) => string): Promise<number> {
-  const { oneAtATime, paths } = await import('../kube.ts');
-  const tty = process.stdout.isTTY === true;
-  const every = redrawEveryMs(tty);
-  // The first draw fails fast on a missing App or a refusal.
+  const { paths } = await import('../kube.ts');
   const hidden: Hidden = new Map();
-  const first = await loadApp(session, name, hidden);
-  let last = show(first.view);
-  const draw = (text: string) => process.stdout.write(tty ? `\x1b[H\x1b[2J${text}` : `${text}\n`);
-  draw(last);
-
-  return new Promise<number>((resolve) => {
-    let pending: NodeJS.Timeout | undefined;
-    const stops: (() => void)[] = [];
-    // Only the App's own watch is essential; without another, the periodic redraw still catches up.
-    const degrade = (err: CliError) => process.stderr.write(`warning: ${err.message}: redrawing every few seconds\n`);
-    const builds = followBuilds(session, paths, () => changed(), degrade, hidden);
-    const redraw = oneAtATime(async () => {
-      try {
-        const { app, view } = await loadApp(session, name, hidden);
-        builds.follow(app);
-        const text = show(view);
-        // Without a terminal each change is printed once; unchanged views are skipped.
-        if (text !== last) draw(text);
-        last = text;
-      } catch (err) {
-        process.stderr.write(`error: ${(err as Error).message}\n`);
-      }
-    });
-    const changed = () => {
-      clearTimeout(pending);
-      // Changes come in bursts (a scale-up touches the ReplicaSet and every pod): draw once per burst.
-      pending = setTimeout(redraw, 150);
-    };
-    const finish = (code: number) => {
-      for (const stop of stops) stop();
-      builds.stop();
-      clearTimeout(pending);
-      clearInterval(ticker);
-      process.off('SIGINT', interrupted);
-      resolve(code);
-    };
-    const refused = (err: CliError) => {
-      process.stderr.write(`error: ${err.message}\n`);
-      finish(EXIT.error);
-    };
-    const interrupted = () => finish(EXIT.ok);
-    process.once('SIGINT', interrupted);
-    const ticker = every === undefined ? undefined : setInterval(redraw, every);
-    stops.push(session.watchApp(name, changed, refused));
-    stops.push(...watchWorkloads(session, name, paths, changed, degrade, hidden));
-    builds.follow(first.app);
-  });
+  return redrawOnChange(
+    () => loadApp(session, name, hidden),
+    ({ view }) => show(view),
+    ({ changed, refused, degrade }, first) => {
+      const builds = followBuilds(session, paths, changed, degrade, hidden);
+      const stops = [
+        session.watchApp(name, changed, refused),
+        ...watchWorkloads(session, name, paths, changed, degrade, hidden),
+      ];
+      builds.follow(first.app);
+      return {
+        // The build watches move with the App's status (followBuilds).
+        loaded: ({ app }) => builds.follow(app),
+        stop: () => {
+          for (const stop of stops) stop();
+          builds.stop();
+        },
+      };
+    },
+  );
 }
 
 /** Watches on the App's ReplicaSets and pods in its namespace, but those the user may not list. */
