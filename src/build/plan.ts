@@ -169,101 +169,136 @@ function retiredJobs(others: readonly ObservedJob[], commit: string): BuildActio
   return actions;
 }
 
+/**
+ * What to do about builds, as named steps: nothing without a repository and a
+ * resolved commit; else sort the Jobs seen, then make the current commit's Job
+ * when there is none, start it when it waits, and read its outcome.
+ */
 export function planBuild(input: BuildPlanInput): BuildPlan {
-  const { app, jobs, pods, defaults = {} } = input;
+  const { app, defaults = {} } = input;
   const source = app.status?.source;
-  const actions: BuildAction[] = [];
-  // No repository: an InvalidSpec (see specProblems), nothing to build.
+  // No repository: an InvalidSpec (see buildSpecProblems), nothing to build.
   const repository = imageRepository(app, defaults);
-  if (!repository || !source) return { actions, build: app.status?.build, running: false };
-  const commit = source.commit;
+  if (!repository || !source) return { actions: [], build: app.status?.build, running: false };
+  const { current, actions } = sortJobs(input, source.commit);
+  if (!current) return newBuild(input, source, actions);
+  if (current.suspended) actions.push(startJob(input, current));
+  return { actions, ...jobOutcome(input, current, repository) };
+}
+
+/** A build's status and whether it runs: the plan but its actions. */
+type BuildOutcome = Omit<BuildPlan, 'actions'>;
+
+/**
+ * The Jobs seen, sorted: the one of this commit and these build settings, if any; and the deletions
+ * of the others (a Job left of a deleted App, a superseded or surplus one), which come first in the plan.
+ */
+function sortJobs(input: BuildPlanInput, commit: string): { current?: ObservedJob; actions: BuildAction[] } {
+  const { app, jobs, defaults = {} } = input;
   const spec = buildSpecHash(app, defaults);
   const stale = orphanedJobs(jobs, app.metadata.uid ?? '');
-  actions.push(...stale);
   const live = jobs.filter((j) => !j.deleting && !stale.some((a) => a.kind === 'deleteJob' && a.name === j.name));
   const isCurrent = (j: ObservedJob) => j.commit === commit && j.buildSpec === spec;
   const current = live.find(isCurrent);
-  actions.push(
+  const actions = [
+    ...stale,
     ...retiredJobs(
       live.filter((j) => !isCurrent(j)),
       commit,
     ),
-  );
+  ];
+  return current ? { current, actions } : { actions };
+}
 
-  if (!current) {
-    const refused = input.caProblem ?? credentialProblem(app, input.gitSecretKeys);
-    if (refused) {
-      return {
-        actions,
-        build: { commit, job: '', phase: 'Failed', message: refused },
-        running: false,
-        failure: refused,
-      };
-    }
-    const manifest = buildJobManifest({
-      app,
-      commit,
-      ref: source.ref,
-      images: input.images,
-      defaults,
-      ...(input.gitSecretKeys ? { gitSecretKeys: input.gitSecretKeys } : {}),
-      ...(input.buildNamespace !== undefined ? { buildNamespace: input.buildNamespace } : {}),
-      ...(input.network ? { network: input.network } : {}),
-    });
-    actions.push({ kind: 'createJob', manifest });
+/**
+ * No Job for the current commit yet: make it, unless the build cannot succeed as set
+ * (a CA it cannot trust, credentials the engine cannot send), which fails it at once.
+ */
+function newBuild(input: BuildPlanInput, source: { commit: string; ref: string }, actions: BuildAction[]): BuildPlan {
+  const { app, defaults = {} } = input;
+  const { commit } = source;
+  const refused = input.caProblem ?? credentialProblem(app, input.gitSecretKeys);
+  if (refused) {
     return {
       actions,
-      build: { commit, job: manifest.metadata.name, ...awayIn(input.buildNamespace), phase: 'Pending' },
-      running: true,
+      build: { commit, job: '', phase: 'Failed', message: refused },
+      running: false,
+      failure: refused,
     };
   }
-
-  if (current.suspended) {
-    // Made in the build namespace, it waits for its Secret copies (a restart may come between the two).
-    const copies = buildSecretCopies(
-      current.name,
-      app.spec.source?.git.secretRef?.name,
-      pushSecretName(app, defaults),
-      app.spec.build?.caSecretRef,
-    );
-    actions.push({
-      kind: 'startJob',
-      namespace: current.namespace,
-      name: current.name,
-      uid: current.uid,
-      appNamespace: current.appNamespace,
-      copies,
-    });
-  }
-  const pod = pods.find((p) => p.job === current.name);
-  const base = {
+  const manifest = buildJobManifest({
+    app,
     commit,
+    ref: source.ref,
+    images: input.images,
+    defaults,
+    ...(input.gitSecretKeys ? { gitSecretKeys: input.gitSecretKeys } : {}),
+    ...(input.buildNamespace !== undefined ? { buildNamespace: input.buildNamespace } : {}),
+    ...(input.network ? { network: input.network } : {}),
+  });
+  return {
+    actions: [...actions, { kind: 'createJob', manifest }],
+    build: { commit, job: manifest.metadata.name, ...awayIn(input.buildNamespace), phase: 'Pending' },
+    running: true,
+  };
+}
+
+/** Made in the build namespace, a Job waits for its Secret copies (a restart may come between the two). */
+function startJob(input: BuildPlanInput, job: ObservedJob): BuildAction {
+  const { app, defaults = {} } = input;
+  const copies = buildSecretCopies(
+    job.name,
+    app.spec.source?.git.secretRef?.name,
+    pushSecretName(app, defaults),
+    app.spec.build?.caSecretRef,
+  );
+  return {
+    kind: 'startJob',
+    namespace: job.namespace,
+    name: job.name,
+    uid: job.uid,
+    appNamespace: job.appNamespace,
+    copies,
+  };
+}
+
+/** The current commit's Job as status: the image when it succeeded, why when it failed, else its phase. */
+function jobOutcome(input: BuildPlanInput, current: ObservedJob, repository: string): BuildOutcome {
+  const pod = input.pods.find((p) => p.job === current.name);
+  const base = {
+    commit: current.commit,
     job: current.name,
-    ...(current.namespace !== app.metadata.namespace ? { namespace: current.namespace } : {}),
+    ...(current.namespace !== input.app.metadata.namespace ? { namespace: current.namespace } : {}),
     ...(current.startTime ? { startedAt: current.startTime } : {}),
     ...(current.completionTime ? { finishedAt: current.completionTime } : {}),
   };
   if (current.outcome === 'Complete') {
+    // The engine writes the pushed image's digest as the termination message; without one there is no image.
     const digest = pod?.message?.trim();
     if (digest && DIGEST.test(digest)) {
-      return {
-        actions,
-        build: { ...base, phase: 'Succeeded', image: `${repository}@${digest}` },
-        running: false,
-      };
+      return { build: { ...base, phase: 'Succeeded', image: `${repository}@${digest}` }, running: false };
     }
     const failure = 'the build finished without an image digest in its termination message';
-    return { actions, build: { ...base, phase: 'Failed', message: failure }, running: false, failure };
+    return { build: { ...base, phase: 'Failed', message: failure }, running: false, failure };
   }
   if (current.outcome === 'Failed') {
-    const logs = usageError(pod?.message ?? '') ?? lastLines(pod?.message ?? '');
-    // The log's tail goes to status and Events: a proxy's password (or any URL's userinfo) never does.
-    const mask = masker(proxyCredentials([input.network?.proxy?.http, input.network?.proxy?.https]));
-    const failure = mask([current.failureMessage, logs].filter(Boolean).join(': ') || 'the build Job failed');
-    return { actions, build: { ...base, phase: 'Failed', message: failure }, running: false, failure };
+    const failure = failureMessage(current, pod, input.network);
+    return { build: { ...base, phase: 'Failed', message: failure }, running: false, failure };
   }
   const phase = pod?.phase === 'Running' ? 'Running' : 'Pending';
-  return { actions, build: { ...base, phase }, running: true };
+  return { build: { ...base, phase }, running: true };
+}
+
+/** Why a build Job failed: the Job's reason and the log's error or tail. */
+function failureMessage(
+  job: ObservedJob,
+  pod: ObservedBuildPod | undefined,
+  network: BuildNetwork | undefined,
+): string {
+  const logs = usageError(pod?.message ?? '') ?? lastLines(pod?.message ?? '');
+  // The log's tail goes to status and Events: a proxy's password (or any URL's userinfo) never does.
+  const mask = masker(proxyCredentials([network?.proxy?.http, network?.proxy?.https]));
+  return mask([job.failureMessage, logs].filter(Boolean).join(': ') || 'the build Job failed');
 }
 
 /**
