@@ -335,57 +335,21 @@ function buildkitPod(p: PodInput): BuildPod {
   return { container, volumes, securityContext: { fsGroup: 1000 } };
 }
 
+/**
+ * The build Job of an App's commit, from named parts: its labels, the Secrets its pod
+ * reads (copies, in the build namespace), the engine's container and volumes, the pod
+ * template around them, and the Job's own metadata and limits.
+ */
 export function buildJobManifest(input: BuildInput) {
-  const { app, commit, ref, images, defaults = {}, buildNamespace, network = {} } = input;
+  const { app, commit, ref, defaults = {}, buildNamespace } = input;
   const build = app.spec.build;
   const git = app.spec.source?.git;
   const repository = imageRepository(app, defaults);
   if (!build || !git || !repository) throw new Error('buildJobManifest needs spec.source, spec.build and a repository');
   const image = `${repository}:${commit}`;
   const name = buildJobName(app, commit, defaults, buildNamespace);
-  // Away from the App, no ownerReference can name it: its namespace and uid are labels instead.
-  const away: Record<string, string> =
-    buildNamespace === undefined
-      ? {}
-      : { [LABEL_APP_NAMESPACE]: app.metadata.namespace ?? '', [LABEL_APP_UID]: app.metadata.uid ?? '' };
-  const labels: Record<string, string> = {
-    [LABEL_APP]: app.metadata.name,
-    ...away,
-    [LABEL_BUILD]: commit.slice(0, 12),
-    [LABEL_COMMIT]: commit,
-    [LABEL_BUILD_SPEC]: buildSpecHash(app, defaults),
-    [LABEL_MANAGED_BY]: MANAGED_BY,
-  };
-  const gitSource = git.secretRef?.name;
-  const pushSource = pushSecretName(app, defaults);
-  const caSource = build.caSecretRef;
-  const copies = buildNamespace === undefined ? [] : buildSecretCopies(name, gitSource, pushSource, caSource);
-  const copyOf = (source: string | undefined) =>
-    source === undefined ? undefined : (copies.find((c) => c.source === source)?.name ?? source);
-  const kaniko = build.engine === 'kaniko';
-  const pod = (kaniko ? kanikoPod : buildkitPod)({
-    image,
-    engineImage: kaniko ? images.kaniko : images.buildkit,
-    git,
-    dockerfile: build.dockerfile,
-    ref,
-    commit,
-    pushSecret: copyOf(pushSource),
-    gitSecret: copyOf(gitSource),
-    gitSecretKeys: new Set(input.gitSecretKeys ?? []),
-    ca: caVolume({
-      secret: caSource && { name: copies.find((c) => c.keys)?.name ?? caSource.name, key: caSource.key },
-      configMap: network.caConfigMap,
-      // The git Secret's copy in the build namespace is whole (buildSecretCopies), its ca.crt with it.
-      gitSecret: input.gitSecretKeys?.includes(SECRET_KEYS.caCert) ? copyOf(gitSource) : undefined,
-    }),
-    proxy: proxyEnv(network.proxy),
-    describe: [
-      { name: 'TEAL_COMMIT', value: commit },
-      { name: 'TEAL_IMAGE', value: image },
-      { name: 'TEAL_DOCKERFILE', value: build.dockerfile },
-    ],
-  });
+  const labels = jobLabels(app, commit, defaults, buildNamespace);
+  const pod = enginePod(input, { build, git, image, secrets: podSecrets(input, name) });
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
@@ -401,17 +365,107 @@ export function buildJobManifest(input: BuildInput) {
       ...(buildNamespace === undefined ? {} : { suspend: true }),
       backoffLimit: 0,
       activeDeadlineSeconds: Math.max(1, Math.round(parseDuration(build.timeout) / 1000)),
-      template: {
-        metadata: { labels },
-        spec: {
-          restartPolicy: 'Never',
-          automountServiceAccountToken: false,
-          enableServiceLinks: false,
-          containers: [pod.container],
-          volumes: pod.volumes,
-          ...(pod.securityContext ? { securityContext: pod.securityContext } : {}),
-        },
-      },
+      template: podTemplate(labels, pod),
+    },
+  };
+}
+
+/** The Job's labels, its pod's too: the App, the commit and the build settings (LABEL_BUILD_SPEC). */
+function jobLabels(
+  app: App,
+  commit: string,
+  defaults: BuildDefaults,
+  buildNamespace: string | undefined,
+): Record<string, string> {
+  // Away from the App, no ownerReference can name it: its namespace and uid are labels instead.
+  const away: Record<string, string> =
+    buildNamespace === undefined
+      ? {}
+      : { [LABEL_APP_NAMESPACE]: app.metadata.namespace ?? '', [LABEL_APP_UID]: app.metadata.uid ?? '' };
+  return {
+    [LABEL_APP]: app.metadata.name,
+    ...away,
+    [LABEL_BUILD]: commit.slice(0, 12),
+    [LABEL_COMMIT]: commit,
+    [LABEL_BUILD_SPEC]: buildSpecHash(app, defaults),
+    [LABEL_MANAGED_BY]: MANAGED_BY,
+  };
+}
+
+/** The Secrets the build pod reads, by their names where it runs. */
+interface PodSecrets {
+  push: string | undefined;
+  git: string | undefined;
+  ca: KeyRef | undefined;
+  /** The git Secret, when it holds a ca.crt to trust too. */
+  gitCa: string | undefined;
+}
+
+/**
+ * The build's Secrets as the pod names them: the App's own in its namespace; in the build
+ * namespace their copies (buildSecretCopies), which the operator makes before the Job starts.
+ */
+function podSecrets(input: BuildInput, jobName: string): PodSecrets {
+  const { app, defaults = {}, buildNamespace } = input;
+  const gitSource = app.spec.source?.git.secretRef?.name;
+  const pushSource = pushSecretName(app, defaults);
+  const caSource = app.spec.build?.caSecretRef;
+  const copies = buildNamespace === undefined ? [] : buildSecretCopies(jobName, gitSource, pushSource, caSource);
+  const copyOf = (source: string | undefined) =>
+    source === undefined ? undefined : (copies.find((c) => c.source === source)?.name ?? source);
+  return {
+    push: copyOf(pushSource),
+    git: copyOf(gitSource),
+    ca: caSource && { name: copies.find((c) => c.keys)?.name ?? caSource.name, key: caSource.key },
+    // The git Secret's copy in the build namespace is whole (buildSecretCopies), its ca.crt with it.
+    gitCa: input.gitSecretKeys?.includes(SECRET_KEYS.caCert) ? copyOf(gitSource) : undefined,
+  };
+}
+
+/** What of the App the engine's part of the pod needs, checked present by buildJobManifest. */
+interface EngineInput {
+  build: NonNullable<App['spec']['build']>;
+  git: PodInput['git'];
+  /** The image to push, tagged with the commit. */
+  image: string;
+  secrets: PodSecrets;
+}
+
+/** The engine's container and volumes: kaniko's or BuildKit's, which differ in all but what they are given. */
+function enginePod(input: BuildInput, { build, git, image, secrets }: EngineInput): BuildPod {
+  const { commit, ref, images, network = {} } = input;
+  const kaniko = build.engine === 'kaniko';
+  return (kaniko ? kanikoPod : buildkitPod)({
+    image,
+    engineImage: kaniko ? images.kaniko : images.buildkit,
+    git,
+    dockerfile: build.dockerfile,
+    ref,
+    commit,
+    pushSecret: secrets.push,
+    gitSecret: secrets.git,
+    gitSecretKeys: new Set(input.gitSecretKeys ?? []),
+    ca: caVolume({ secret: secrets.ca, configMap: network.caConfigMap, gitSecret: secrets.gitCa }),
+    proxy: proxyEnv(network.proxy),
+    describe: [
+      { name: 'TEAL_COMMIT', value: commit },
+      { name: 'TEAL_IMAGE', value: image },
+      { name: 'TEAL_DOCKERFILE', value: build.dockerfile },
+    ],
+  });
+}
+
+/** The build pod: run once; it runs the repository's Dockerfile, so it gets no API token, nor Services as variables. */
+function podTemplate(labels: Record<string, string>, pod: BuildPod) {
+  return {
+    metadata: { labels },
+    spec: {
+      restartPolicy: 'Never',
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      containers: [pod.container],
+      volumes: pod.volumes,
+      ...(pod.securityContext ? { securityContext: pod.securityContext } : {}),
     },
   };
 }
