@@ -112,10 +112,17 @@ bench-app-events: deps binaries ## The memory of the operator's cache of Events 
 
 # make dev REAL_BUILDS=1: the weather app built for real (BuildKit rootless, a local registry; root only).
 REAL_BUILDS ?=
+# make dev PREVIEWS=1: build Gitea first if it is not (about 20 minutes cold) for pull-request previews;
+# PREVIEWS=0: never. Unset: previews when Gitea is built (make gitea), else one line says how.
+PREVIEWS ?=
 
 .PHONY: dev
-dev: deps binaries ui cli-bundle ## Local control plane + operator (and its dashboard) + the weather-app example as a local git repo (Ctrl-C stops it); REAL_BUILDS=1 builds for real
-	npm run -s cluster -- up $(if $(filter-out 0 no false,$(REAL_BUILDS)),--real-builds)
+dev: deps binaries ui cli-bundle ## Local control plane + operator (and its dashboard) + the weather-app example as a local git repo, and a local Gitea with pull-request previews when it is built (Ctrl-C stops it); REAL_BUILDS=1 builds for real, PREVIEWS=1 builds Gitea
+	npm run -s cluster -- up $(if $(filter-out 0 no false,$(REAL_BUILDS)),--real-builds) $(if $(PREVIEWS),$(if $(filter 0 no false,$(PREVIEWS)),--no-previews,--previews))
+
+.PHONY: dev-pr
+dev-pr: deps ## With make dev running its Gitea: push a branch with a small change, open a pull request of it there, and say how to watch its preview come up
+	npm run -s cluster -- pr
 
 .PHONY: run
 run: deps ## Run the operator from source against the current kubeconfig: make run ARGS="--namespace team-a"

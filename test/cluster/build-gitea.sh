@@ -4,7 +4,8 @@
 # preview tests (test/cluster/gitea.ts), cached outside the repo and keyed by
 # version like the cluster binaries. Prints the folder holding bin/gitea and the
 # runtime files it reads from disk (options/, templates/) on stdout; progress
-# goes to stderr.
+# goes to stderr. With --cached it only prints the folder when it is built, and
+# fails otherwise.
 #
 # It is built inside a copy of its module source, as the main module, so that
 # its own go.mod (replace directives included) decides every dependency, as in
@@ -30,6 +31,8 @@ module=code.gitea.io/gitea
 
 have_all() { [[ -x "$binary" && -d "$out/options/label" && -d "$out/templates" ]]; }
 if have_all; then echo "$out"; exit 0; fi
+# --cached: whether it is built (exit 1 when not), never a build: `make dev` asks so, to run Gitea only when it is there.
+if [[ "${1:-}" == "--cached" ]]; then exit 1; fi
 
 command -v go >/dev/null || { echo "build-gitea: Go is required (go 1.26.4+)" >&2; exit 1; }
 command -v gcc >/dev/null || { echo "build-gitea: gcc is required (cgo builds SQLite)" >&2; exit 1; }

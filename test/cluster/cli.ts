@@ -5,9 +5,14 @@
 //                      print what to try, and stop everything on Ctrl-C
 //     --real-builds    the weather app built for real (real-dev.ts); builds
 //                      are simulated by KWOK otherwise
+//     --previews       pull-request previews from a local Gitea (dev-gitea.ts),
+//                      built first if it is not (about 20 minutes cold); by
+//                      default only when Gitea is built; --no-previews: never
+//   cluster.ts pr      a pull request on the Gitea of the running `up`, and
+//                      what to watch as its preview comes up
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -15,8 +20,28 @@ import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import { type Delivery, startReceiver } from '../support/notify-receiver.ts';
 import { waitFor } from '../support/wait.ts';
-import { type Cluster, ensureBinaries, kubectlApply, startCluster, stopCluster, stopClusterSync } from './cluster.ts';
+import {
+  type Cluster,
+  ensureBinaries,
+  kubeconfigOf,
+  kubectlApply,
+  startCluster,
+  stopCluster,
+  stopClusterSync,
+} from './cluster.ts';
 import { type Demo, prepareDemo } from './demo.ts';
+import {
+  DEV_GITEA_ADDR,
+  DEV_USER,
+  type DevForge,
+  FORGE_FILE,
+  openDevPullRequest,
+  portOf,
+  prepareDevPreviews,
+  readForgeFile,
+  TOKEN_SECRET,
+} from './dev-gitea.ts';
+import { cachedGitea, ensureGitea, type Gitea, startGitea } from './gitea.ts';
 import {
   prepareRealBuildHost,
   REAL_NAMESPACE,
@@ -49,12 +74,17 @@ async function waitForOperator(operator: ChildProcess): Promise<void> {
   );
 }
 
-async function up(real: boolean): Promise<void> {
+// Fixed folders keep the kubeconfig path stable between runs. The cluster's is
+// removed on stop; the demo's (the user's clone) is kept.
+const cache = process.env.TEAL_CACHE_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'teal');
+const workdir = join(cache, 'dev');
+const demoDir = join(cache, 'demo');
+
+/** Pull-request previews: with Gitea when it is built (auto), building it first (on), or not (off). */
+type PreviewsMode = 'auto' | 'on' | 'off';
+
+async function up(real: boolean, previewsMode: PreviewsMode): Promise<void> {
   const started = Date.now();
-  // Fixed folders keep the kubeconfig path stable between runs. The cluster's is
-  // removed on stop; the demo's (the user's clone) is kept.
-  const cache = process.env.TEAL_CACHE_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'teal');
-  const workdir = join(cache, 'dev');
   const stops: Stop[] = [];
   const onStop = (s: Stop) => stops.push(s);
   let cluster: Cluster | undefined;
@@ -75,11 +105,12 @@ async function up(real: boolean): Promise<void> {
   process.on('SIGHUP', () => stop(0));
   if (!real) log(SIMULATED);
   const host = real ? await prepareRealHost(stops) : undefined;
+  const gitea = await startPreviewsGitea(real ? 'off' : previewsMode, real, onStop);
   const binDir = await ensureBinaries(log);
   await stopCluster({ name: 'teal-dev', workdir, binDir });
   cluster = await startCluster({ name: 'teal-dev', workdir, log });
   try {
-    await setUp(cluster, cache, started, host, onStop);
+    await setUp(cluster, started, host, gitea, onStop);
   } catch (err) {
     log(`make dev failed: ${message(err)}`);
     stop(1);
@@ -105,6 +136,47 @@ async function prepareRealHost(stops: Stop[]): Promise<RealBuildHost> {
   }
 }
 
+/**
+ * dev's Gitea on DEV_GITEA_ADDR, or undefined with one line saying why not and
+ * how to get it: a cold build is some 20 minutes, which plain `make dev` does not wait for.
+ */
+async function startPreviewsGitea(
+  mode: PreviewsMode,
+  real: boolean,
+  onStop: (s: Stop) => void,
+): Promise<Gitea | undefined> {
+  if (real) {
+    if (mode !== 'off')
+      log('previews: not with REAL_BUILDS=1 (the App follows the demo over HTTPS there): run plain make dev');
+    return undefined;
+  }
+  if (mode === 'off') return undefined;
+  if (mode === 'auto' && !(await cachedGitea())) {
+    log(
+      'previews: off, Gitea is not built: `make gitea` once (about 20 minutes) and make dev runs it, or `make dev PREVIEWS=1`',
+    );
+    return undefined;
+  }
+  try {
+    if (mode === 'on') await ensureGitea(log);
+    const gitea = await startGitea({ port: portOf(DEV_GITEA_ADDR), log });
+    onStop(async () => {
+      rmSync(join(demoDir, FORGE_FILE), { force: true });
+      await gitea.stop();
+    });
+    log(`previews: Gitea ${gitea.version} on ${gitea.url}`);
+    return gitea;
+  } catch (err) {
+    const why = `Gitea did not start on ${DEV_GITEA_ADDR} (TEAL_DEV_GITEA_ADDR moves it): ${message(err)}`;
+    if (mode === 'on') {
+      log(`make dev PREVIEWS=1: ${why}`);
+      process.exit(1);
+    }
+    log(`previews: off, ${why}`);
+    return undefined;
+  }
+}
+
 const SIMULATED = 'builds: simulated (KWOK): each build Job "succeeds" after a second with a made-up digest';
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
@@ -118,12 +190,12 @@ async function runStops(stops: Stop[]): Promise<void> {
   }
 }
 
-/** CRD and roles, the demo repository, the operator, the App; then what to try. */
+/** CRD and roles, the demo repository (on dev's Gitea too, when it runs), the operator, the App; then what to try. */
 async function setUp(
   cluster: Cluster,
-  cache: string,
   started: number,
   host: RealBuildHost | undefined,
+  gitea: Gitea | undefined,
   onStop: (s: Stop) => void,
 ): Promise<void> {
   // The CRD, the user roles and the intents policy, as `make deploy` installs them.
@@ -136,17 +208,20 @@ async function setUp(
   for (const file of files) {
     await kubectlApply(cluster, readFileSync(join(root, 'config', file), 'utf8'));
   }
-  const demoDir = join(cache, 'demo');
   const site = host ? await serveDemoRepository(demoDir, onStop) : undefined;
-  const demo = await prepareDemo(demoDir, `http://${HTTP_ADDR}/webhooks/generic`, {
-    repositoryUrl: site?.repositoryUrl,
-  });
+  const previews = gitea
+    ? await prepareDevPreviews(gitea, demoDir, { operatorUrl: `http://${HTTP_ADDR}`, namespace: 'default' })
+    : undefined;
+  const demo =
+    previews?.demo ??
+    (await prepareDemo(demoDir, `http://${HTTP_ADDR}/webhooks/generic`, { repositoryUrl: site?.repositoryUrl }));
   const runnerLog = join(demoDir, 'build-runner.log');
   if (host && site) await startRealBuilds(cluster, host, site, runnerLog, onStop);
   const logPath = join(demoDir, 'operator.log');
   await startOperator(cluster, demo, logPath, host === undefined);
   const notificationsLog = join(demoDir, 'notifications.log');
   await startNotificationReceiver(cluster, host ? REAL_NAMESPACE : 'default', notificationsLog, onStop);
+  for (const secret of previews?.secrets ?? []) await kubectlApply(cluster, secret);
   await kubectlApply(cluster, host ? realBuildApp(demo.manifest, host.registry) : demo.manifest);
   const appNamespace = host ? REAL_NAMESPACE : 'default';
   await kubectlApply(cluster, dashboardUser(appNamespace));
@@ -158,6 +233,7 @@ async function setUp(
     started,
     appNamespace,
     real: host && site && { registry: host.registry, runnerLog, repositoryUrl: site.repositoryUrl },
+    forge: previews?.forge,
   });
 }
 
@@ -245,9 +321,19 @@ interface WhatToTry {
   started: number;
   appNamespace: string;
   real: { registry: Registry; runnerLog: string; repositoryUrl: string } | undefined;
+  forge: DevForge | undefined;
 }
 
-function printWhatToTry({ cluster, demo, logPath, notificationsLog, started, appNamespace, real }: WhatToTry): void {
+function printWhatToTry({
+  cluster,
+  demo,
+  logPath,
+  notificationsLog,
+  started,
+  appNamespace,
+  real,
+  forge,
+}: WhatToTry): void {
   const change = demo.reused
     ? `echo "# $(date)" >> app.py && git commit -qam "Another change"`
     : `sed -i 's/clear sky/light rain/' sample_data.json && git commit -qam "Seoul: light rain"`;
@@ -264,7 +350,7 @@ ${builds}
 The weather app (examples/weather-app) is ${demo.reused ? 'the clone from your last run' : 'a fresh git repository'}, and its App is applied:
   working clone  ${demo.clone}
   remote         ${demo.remote}${real ? `, served as ${real.repositoryUrl}` : ''}
-                 (its post-receive hook sends Teal a signed webhook)
+                 (its post-receive hook ${forge ? 'pushes on to Gitea, then sends' : 'sends'} Teal a signed webhook)${forge ? giteaLines(forge) : ''}
   notifications  a receiver on 127.0.0.1 gets the App's (docs/notifications.md): tail -f ${notificationsLog}
 
 In another shell:
@@ -287,8 +373,25 @@ or let kubectl teal dashboard log you in, with a kubeconfig user that holds such
   kubectl config set-context ${DASHBOARD_USER} --cluster=${clusterName(cluster)} --user=${DASHBOARD_USER}
   kubectl teal dashboard --context ${DASHBOARD_USER} --address http://${HTTP_ADDR}
 
-examples/weather-app/README.md walks through abort, retry and the rest; docs/analysis.md explains the checks.
-Ctrl-C stops the operator${real ? ', the build runner, the registry' : ''} and the cluster, and removes them (the clone stays, for next time).`);
+${forge ? previewsHints(forge) : ''}examples/weather-app/README.md walks through abort, retry and the rest; docs/analysis.md explains the checks.
+Ctrl-C stops the operator${real ? ', the build runner, the registry' : ''}${forge ? ', Gitea' : ''} and the cluster, and removes them (the clone stays, for next time${forge ? "; Gitea's repository and pull requests do not" : ''}).`);
+}
+
+/** Where the weather app is on dev's Gitea, and how to log in there. */
+function giteaLines(forge: DevForge): string {
+  const repo = `${forge.url}/${forge.repo.owner}/${forge.repo.name}`;
+  return `
+  Gitea          ${repo} (log in as ${forge.user.username}, password ${forge.user.password})
+                 the App follows it and previews its pull requests (spec.previews; token: the Secret ${TOKEN_SECRET})`;
+}
+
+function previewsHints(forge: DevForge): string {
+  return `Pull request previews (docs/previews.md), with the exports above:
+  make dev-pr                               # a branch with a small change, and a pull request of it on Gitea
+  kubectl teal previews weather --watch     # its preview: the child App weather-pr-<number>, building, then deploying
+  ${forge.url}/${forge.repo.owner}/${forge.repo.name}/pulls   # the pull request, its teal/preview commit status and Teal's comment
+
+`;
 }
 
 /** The name of the cluster in the kubeconfig make dev writes, for a context of another user. */
@@ -308,13 +411,37 @@ function realBuildHints(registry: Registry, clone: string): string {
     ${registry.url}/v2/team/weather/manifests/$(git -C ${clone} rev-parse HEAD) | grep -i docker-content-digest`;
 }
 
+/** `make dev-pr`: a pull request on the running dev's Gitea, and where to watch its preview. */
+async function pr(): Promise<void> {
+  const forge = await readForgeFile(demoDir);
+  const { pr, branch, head } = await openDevPullRequest(forge);
+  console.log(`Pull request #${pr.number} "${pr.title}": ${pr.html_url}
+  branch ${branch} at ${head}, into main of ${forge.repo.owner}/${forge.repo.name} (Gitea login: ${DEV_USER})
+Gitea tells Teal by a signed webhook; Teal lists the pull requests, makes the child App weather-pr-${pr.number}
+from that commit, and writes the commit status teal/preview and one comment on the pull request:
+  export KUBECONFIG=${kubeconfigOf(workdir)}
+  export PATH=${join(root, 'bin')}:$PATH
+  kubectl teal previews weather --watch
+  kubectl teal get weather-pr-${pr.number} --watch
+  the dashboard: http://${HTTP_ADDR}/`);
+}
+
 const command = process.argv[2];
+const flags = process.argv.slice(3);
 if (command === 'build') {
   console.log(await ensureBinaries(log));
 } else if (command === 'up') {
-  // make dev REAL_BUILDS=1 passes --real-builds.
-  await up(process.argv.includes('--real-builds') || process.env.TEAL_REAL_BUILDS === '1');
+  // make dev REAL_BUILDS=1 passes --real-builds; PREVIEWS=1 --previews, PREVIEWS=0 --no-previews.
+  const previews: PreviewsMode = flags.includes('--no-previews') ? 'off' : flags.includes('--previews') ? 'on' : 'auto';
+  await up(flags.includes('--real-builds') || process.env.TEAL_REAL_BUILDS === '1', previews);
+} else if (command === 'pr') {
+  try {
+    await pr();
+  } catch (err) {
+    console.error(`make dev-pr: ${message(err)}`);
+    process.exit(1);
+  }
 } else {
-  console.error('usage: cluster.ts build|up [--real-builds]');
+  console.error('usage: cluster.ts build|up [--real-builds] [--previews|--no-previews]|pr');
   process.exit(2);
 }

@@ -142,6 +142,9 @@ const CALL_MS = 60_000;
  */
 const BOOT_ATTEMPTS = 3;
 
+/** Where a cluster started in workdir keeps its kubeconfig. */
+export const kubeconfigOf = (workdir: string) => join(workdir, 'kubeconfig.yaml');
+
 export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
   const log = opts.log ?? (() => {});
   reapStaleClusters(log);
@@ -150,7 +153,7 @@ export async function startCluster(opts: StartOptions = {}): Promise<Cluster> {
   mkdirSync(workdir, { recursive: true });
   writeFileSync(join(workdir, OWNER_FILE), String(process.pid));
   const name = opts.name ?? 'teal-test';
-  const kubeconfig = join(workdir, 'kubeconfig.yaml');
+  const kubeconfig = kubeconfigOf(workdir);
   const cluster: Cluster = { name, workdir, kubeconfig, binDir, env: clusterEnv(binDir, workdir, kubeconfig) };
   if (opts.auditPolicy !== undefined) {
     writeFileSync(join(workdir, AUDIT_POLICY), opts.auditPolicy);

@@ -35,6 +35,8 @@ export interface DemoOptions {
    * mode serves it over HTTPS (real-dev.ts).
    */
   repositoryUrl?: string;
+  /** dev's Gitea (dev-gitea.ts): the hook pushes each ref on to it before the webhook. */
+  forgeFile?: string;
 }
 
 export async function prepareDemo(workdir: string, webhookUrl: string, options: DemoOptions = {}): Promise<Demo> {
@@ -59,7 +61,7 @@ export async function prepareDemo(workdir: string, webhookUrl: string, options: 
   const hook = join(remote, 'hooks/post-receive');
   writeFileSync(
     hook,
-    `#!/bin/sh\n# Tells the local Teal about the push (signed generic webhook); polling is the fallback.\nexec "${process.execPath}" "${HOOK}" "${webhookUrl}" "${secretFile}" "${url}"\n`,
+    `#!/bin/sh\n# Tells the local Teal about the push (signed generic webhook); polling is the fallback.\nexec "${process.execPath}" "${HOOK}" "${webhookUrl}" "${secretFile}" "${url}"${options.forgeFile ? ` "${options.forgeFile}"` : ''}\n`,
   );
   chmodSync(hook, 0o755);
   const manifest = readFileSync(join(EXAMPLE, 'app.yaml'), 'utf8').replace(PLACEHOLDER_URL, url);

@@ -35,6 +35,8 @@ export interface GiteaUser {
 
 export interface GiteaOptions {
   log?: (line: string) => void;
+  /** A fixed port on 127.0.0.1 (make dev's, so that its URL stays the same between runs); default: a free one. */
+  port?: number;
 }
 
 export interface Gitea {
@@ -44,6 +46,8 @@ export interface Gitea {
   apiUrl: string;
   port: number;
   pid: number;
+  /** Where it keeps the bare repositories, as <owner>/<name>.git, both lowercased (Gitea's layout). */
+  repositoriesDir: string;
   version: string;
   admin: GiteaUser;
   /** A new ordinary (not admin) user with a token. Names are Gitea's: letters, digits, - _ . */
@@ -51,6 +55,18 @@ export interface Gitea {
   logs: () => string;
   /** SIGTERM, wait for it to exit, and remove its folder (repositories, database). */
   stop: () => Promise<void>;
+}
+
+/** The folder of the built Gitea if it is there (TEAL_GITEA_DIR, else build-gitea.sh's cache), without building it. */
+export async function cachedGitea(): Promise<string | undefined> {
+  const fromEnv = process.env.TEAL_GITEA_DIR;
+  if (fromEnv) return fromEnv;
+  try {
+    const { stdout } = await run('bash', [join(here, 'build-gitea.sh'), '--cached']);
+    return stdout.trim() || undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The folder of the built Gitea (bin/gitea, options/, templates/): TEAL_GITEA_DIR if set, else build-gitea.sh's cache. */
@@ -80,6 +96,8 @@ interface Layout {
   /** The admin's password: made per server, used once to make its token. */
   adminPassword: string;
 }
+
+const repositoriesDir = (workdir: string) => join(workdir, 'repositories');
 
 /**
  * app.ini for one test server. Everything it writes stays under workdir; it
@@ -115,7 +133,7 @@ export function giteaConfig(layout: Pick<Layout, 'giteaDir' | 'workdir'>, port: 
       APP_DATA_PATH: join(workdir, 'data'),
     },
     database: { DB_TYPE: 'sqlite3', PATH: join(workdir, 'data', 'gitea.db') },
-    repository: { ROOT: join(workdir, 'repositories'), DEFAULT_BRANCH: 'main' },
+    repository: { ROOT: repositoriesDir(workdir), DEFAULT_BRANCH: 'main' },
     security: {
       INSTALL_LOCK: true,
       SECRET_KEY: secret(),
@@ -162,17 +180,17 @@ export async function startGitea(options: GiteaOptions = {}): Promise<Gitea> {
     adminPassword: newPassword(),
   };
   try {
-    return await startOnFreePort(layout);
+    return await startOnPort(layout, options.port);
   } catch (err) {
     await rm(workdir, { recursive: true, force: true });
     throw err;
   }
 }
 
-/** Another process may take the probed port before Gitea binds it: then it tries another. */
-async function startOnFreePort(layout: Layout): Promise<Gitea> {
+/** Another process may take the probed port before Gitea binds it: then it tries another, unless the port was given. */
+async function startOnPort(layout: Layout, fixed: number | undefined): Promise<Gitea> {
   for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
+    const port = fixed ?? (await freePort());
     await writeFile(layout.config, giteaConfig(layout, port));
     if (attempt === 1) await prepare(layout);
     const started = launch(layout);
@@ -181,7 +199,7 @@ async function startOnFreePort(layout: Layout): Promise<Gitea> {
       return await handle(layout, started, port, version);
     } catch (err) {
       await started.stop();
-      if (attempt >= 3 || !started.logs().includes('address already in use')) throw err;
+      if (fixed !== undefined || attempt >= 3 || !started.logs().includes('address already in use')) throw err;
     }
   }
 }
@@ -264,6 +282,7 @@ async function handle(layout: Layout, started: Supervised, port: number, version
     apiUrl,
     port,
     pid: started.child.pid as number,
+    repositoriesDir: repositoriesDir(layout.workdir),
     version,
     admin,
     createUser: async (username) => {

@@ -13,6 +13,9 @@ import type { Gitea, GiteaUser } from '../cluster/gitea.ts';
 import { GIT_ENV, git, type TestRepo } from './git-server.ts';
 import { waitFor } from './wait.ts';
 
+/** Where a Gitea answers: all the calls below need (make dev's pull-request script has no more). */
+export type GiteaAddress = Pick<Gitea, 'url' | 'apiUrl'>;
+
 /** A repository on the server, as owner/name. */
 export interface RepoRef {
   owner: string;
@@ -114,7 +117,7 @@ export interface GiteaTimelineItem {
 
 /** An empty repository of the user's (the tests push its content with real git). */
 export async function createRepository(
-  gitea: Gitea,
+  gitea: GiteaAddress,
   user: GiteaUser,
   name: string,
   options: { private?: boolean } = {},
@@ -126,7 +129,7 @@ export async function createRepository(
 }
 
 /** The user's fork of a repository (Gitea forks synchronously). */
-export async function forkRepository(gitea: Gitea, user: GiteaUser, repo: RepoRef): Promise<RepoRef> {
+export async function forkRepository(gitea: GiteaAddress, user: GiteaUser, repo: RepoRef): Promise<RepoRef> {
   const { body } = await giteaCall<GiteaRepository>(gitea, user, 'POST', `${repoPath(repo)}/forks`, { body: {} });
   return { owner: body.owner.login, name: body.name };
 }
@@ -141,7 +144,7 @@ export function gitUrl(gitea: Pick<Gitea, 'url'>, repo: RepoRef): string {
  * set through git's environment, so it is in no remote URL, argument list or
  * error message.
  */
-export async function gitAs(user: GiteaUser, local: TestRepo, ...args: string[]): Promise<string> {
+export async function gitAs(user: GiteaUser, local: Pick<TestRepo, 'dir'>, ...args: string[]): Promise<string> {
   const basic = Buffer.from(`${user.username}:${user.token}`).toString('base64');
   try {
     const { stdout } = await run('git', args, {
@@ -168,9 +171,9 @@ export async function gitAs(user: GiteaUser, local: TestRepo, ...args: string[])
  * a pull request opened before that finds no branch (404).
  */
 export async function pushBranches(
-  gitea: Gitea,
+  gitea: GiteaAddress,
   user: GiteaUser,
-  local: TestRepo,
+  local: Pick<TestRepo, 'dir' | 'revParse'>,
   repo: RepoRef,
   branches: string[],
   options: { force?: boolean } = {},
@@ -192,7 +195,7 @@ export async function pushBranches(
  * same name) over git HTTP as the user, and returns the commit it names.
  */
 export async function fetchRef(
-  gitea: Gitea,
+  gitea: GiteaAddress,
   user: GiteaUser,
   local: TestRepo,
   repo: RepoRef,
@@ -205,7 +208,7 @@ export async function fetchRef(
 
 /** The refs a repository advertises over git HTTP (ls-remote), ref -> object. */
 export async function lsRemote(
-  gitea: Gitea,
+  gitea: GiteaAddress,
   user: GiteaUser,
   local: TestRepo,
   repo: RepoRef,
@@ -228,7 +231,7 @@ export async function lsRemote(
  * fork.txt there, pushes it to the fork and opens the pull request.
  */
 export async function openForkPullRequest(
-  gitea: Gitea,
+  gitea: GiteaAddress,
   user: GiteaUser,
   repo: RepoRef,
   local: TestRepo,
@@ -249,7 +252,7 @@ export async function openForkPullRequest(
  * same repository, or `{ fork, branch }` for a branch of a fork (Gitea names it owner:branch).
  */
 export async function openPullRequest(
-  gitea: Gitea,
+  gitea: GiteaAddress,
   user: GiteaUser,
   repo: RepoRef,
   options: { head: string | { fork: RepoRef; branch: string }; base?: string; title: string; body?: string },
@@ -262,7 +265,7 @@ export async function openPullRequest(
 }
 
 export async function getPullRequest(
-  gitea: Gitea,
+  gitea: GiteaAddress,
   user: GiteaUser,
   repo: RepoRef,
   number: number,
@@ -272,7 +275,7 @@ export async function getPullRequest(
 
 /** One page of the repository's pull requests, with the answer's headers (Link, X-Total-Count, ETag if any). */
 export async function listPullRequests(
-  gitea: Gitea,
+  gitea: GiteaAddress,
   user: GiteaUser,
   repo: RepoRef,
   query: { state?: 'open' | 'closed' | 'all'; page?: number; limit?: number } = {},
@@ -285,13 +288,18 @@ export async function listPullRequests(
   });
 }
 
-export async function closePullRequest(gitea: Gitea, user: GiteaUser, repo: RepoRef, number: number): Promise<void> {
+export async function closePullRequest(
+  gitea: GiteaAddress,
+  user: GiteaUser,
+  repo: RepoRef,
+  number: number,
+): Promise<void> {
   await giteaCall(gitea, user, 'PATCH', `${repoPath(repo)}/pulls/${number}`, { body: { state: 'closed' } });
 }
 
 /** A label of the repository (color as #rrggbb). */
 export async function createLabel(
-  gitea: Gitea,
+  gitea: GiteaAddress,
   user: GiteaUser,
   repo: RepoRef,
   name: string,
@@ -302,7 +310,7 @@ export async function createLabel(
 
 /** Adds labels (by name) to a pull request as the user: the timeline records the user as who labeled. */
 export async function addLabels(
-  gitea: Gitea,
+  gitea: GiteaAddress,
   user: GiteaUser,
   repo: RepoRef,
   number: number,
@@ -313,7 +321,7 @@ export async function addLabels(
 }
 
 export async function removeLabel(
-  gitea: Gitea,
+  gitea: GiteaAddress,
   user: GiteaUser,
   repo: RepoRef,
   number: number,
@@ -331,7 +339,12 @@ export interface LabelEvent {
 }
 
 /** Who added and removed which label on a pull request, oldest first, from its timeline. */
-export async function labelEvents(gitea: Gitea, user: GiteaUser, repo: RepoRef, number: number): Promise<LabelEvent[]> {
+export async function labelEvents(
+  gitea: GiteaAddress,
+  user: GiteaUser,
+  repo: RepoRef,
+  number: number,
+): Promise<LabelEvent[]> {
   const path = `${repoPath(repo)}/issues/${number}/timeline?limit=50`;
   const { body } = await giteaCall<GiteaTimelineItem[]>(gitea, user, 'GET', path);
   return body
@@ -349,7 +362,7 @@ export type Permission = 'read' | 'write' | 'admin';
 
 /** Makes a user a collaborator of the repository with that permission (as its owner or an admin). */
 export async function setCollaborator(
-  gitea: Gitea,
+  gitea: GiteaAddress,
   owner: GiteaUser,
   repo: RepoRef,
   username: string,
@@ -361,7 +374,7 @@ export async function setCollaborator(
 
 /** What the collaborator permission endpoint answers for a user: none, read, write, admin or owner. */
 export async function collaboratorPermission(
-  gitea: Gitea,
+  gitea: GiteaAddress,
   asker: GiteaUser,
   repo: RepoRef,
   username: string,
@@ -371,7 +384,7 @@ export async function collaboratorPermission(
 }
 
 export async function postCommitStatus(
-  gitea: Gitea,
+  gitea: GiteaAddress,
   user: GiteaUser,
   repo: RepoRef,
   sha: string,
@@ -397,7 +410,7 @@ export async function postCommitStatus(
  * sort=leastindex orders by the per-commit index, highest (newest) first.
  */
 export async function commitStatuses(
-  gitea: Gitea,
+  gitea: GiteaAddress,
   user: GiteaUser,
   repo: RepoRef,
   sha: string,
@@ -408,7 +421,7 @@ export async function commitStatuses(
 
 /** The combined status of a commit: the worst state over the latest status of each context. */
 export async function combinedStatus(
-  gitea: Gitea,
+  gitea: GiteaAddress,
   user: GiteaUser,
   repo: RepoRef,
   sha: string,
@@ -418,7 +431,7 @@ export async function combinedStatus(
 }
 
 export async function postComment(
-  gitea: Gitea,
+  gitea: GiteaAddress,
   user: GiteaUser,
   repo: RepoRef,
   number: number,
@@ -429,7 +442,7 @@ export async function postComment(
 }
 
 export async function editComment(
-  gitea: Gitea,
+  gitea: GiteaAddress,
   user: GiteaUser,
   repo: RepoRef,
   id: number,
@@ -439,13 +452,18 @@ export async function editComment(
   return (await giteaCall<GiteaComment>(gitea, user, 'PATCH', path, { body: { body } })).body;
 }
 
-export async function comments(gitea: Gitea, user: GiteaUser, repo: RepoRef, number: number): Promise<GiteaComment[]> {
+export async function comments(
+  gitea: GiteaAddress,
+  user: GiteaUser,
+  repo: RepoRef,
+  number: number,
+): Promise<GiteaComment[]> {
   return (await giteaCall<GiteaComment[]>(gitea, user, 'GET', `${repoPath(repo)}/issues/${number}/comments`)).body;
 }
 
 /** A repository webhook, JSON, signed with the secret, on the given events (Gitea's names). */
 export async function createWebhook(
-  gitea: Gitea,
+  gitea: GiteaAddress,
   user: GiteaUser,
   repo: RepoRef,
   options: { url: string; secret: string; events: string[] },
