@@ -15,6 +15,10 @@ export interface CachedApp {
     deletionTimestamp?: string;
     finalizers?: string[];
     annotations?: Record<string, string>;
+    /** A preview's child App only (controller/cache.ts): what the previews planner reads of it. */
+    labels?: Record<string, string>;
+    ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string }[];
+    creationTimestamp?: string;
   };
   spec?: unknown;
   status?: unknown;
@@ -41,6 +45,9 @@ export interface CachedAppEvent {
   /** The latest occurrence: lastTimestamp, else eventTime, else firstTimestamp, else creation. */
   at: string;
 }
+
+/** The index of the App cache that finds a parent's preview Apps (teal.dev/preview-of), by namespace/parent. */
+export const PREVIEWS_INDEX = 'preview-of';
 
 /** The index of the build pods' cache, by their Job's namespace/name. */
 export const JOBS_INDEX = 'job';

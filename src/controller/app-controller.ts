@@ -13,6 +13,7 @@ import { errorMessage, isConflict } from '../kube/errors.ts';
 import { WorkQueue } from '../kube/workqueue.ts';
 import { Notifier } from '../notify/notifier.ts';
 import { Sender } from '../notify/sender.ts';
+import { LABEL_PREVIEW_OF } from '../previews/labels.ts';
 import { AnalysisRunner } from './analysis-runner.ts';
 import { AppMemory } from './app-memory.ts';
 import { type Caches, makeCaches, watchConfigMaps } from './cache.ts';
@@ -21,6 +22,7 @@ import { Controller, type Decision } from './controller.ts';
 import type { EventRecorder } from './events.ts';
 import { ActionFailed, NotLeaderError } from './executor.ts';
 import type { Metrics } from './metrics.ts';
+import { PreviewsRunner } from './previews-runner.ts';
 import { Reconciler, type SourceView } from './reconciler.ts';
 import { RouteCache } from './routes.ts';
 
@@ -62,10 +64,34 @@ function appChanged(old: CachedApp, next: CachedApp): boolean {
   );
 }
 
+/**
+ * The parent of a preview's child App (label teal.dev/preview-of, owned by the
+ * App of that name in its namespace): its comment and commit status follow
+ * the child's build and release.
+ */
+function parentOf(app: CachedApp): string | undefined {
+  const parent = app.metadata.labels?.[LABEL_PREVIEW_OF];
+  const owned = app.metadata.ownerReferences?.some((o) => o.kind === 'App' && o.name === parent);
+  return parent !== undefined && owned ? `${app.metadata.namespace}/${parent}` : undefined;
+}
+
 /** Whether a cached App switches through this HTTPRoute (its spec as cached: not validated yet). */
 function namesRoute(app: CachedApp, route: string): boolean {
   const spec = app.spec as { strategy?: { blueGreen?: { trafficRouting?: { gatewayAPI?: { httpRoute?: unknown } } } } };
   return spec?.strategy?.blueGreen?.trafficRouting?.gatewayAPI?.httpRoute === route;
+}
+
+/** The previews of every parent App by state, as their status.previews records them. */
+function previewStates(apps: readonly CachedApp[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const app of apps) {
+    const records = (app.status as { previews?: { pullRequests?: { state?: unknown }[] } } | undefined)?.previews;
+    for (const record of records?.pullRequests ?? []) {
+      const state = typeof record.state === 'string' ? record.state : 'Unknown';
+      counts.set(state, (counts.get(state) ?? 0) + 1);
+    }
+  }
+  return counts;
 }
 
 /** A conflict means the cache was behind a write: the retry sees the new state, so it is no news. */
@@ -109,6 +135,7 @@ export class AppController {
   private readonly reconciler: Reconciler;
   private readonly runner: AnalysisRunner;
   private readonly sender: Sender;
+  private readonly previews: PreviewsRunner;
   /** What this replica keeps per App; forgotten when the App goes or its shard is handed back. */
   private readonly memory: AppMemory;
   private queue: WorkQueue | undefined;
@@ -147,7 +174,15 @@ export class AppController {
           : undefined,
       onDropped: (n) => options.metrics?.notifications.inc({ type: 'any', trigger: 'any', result: 'dropped' }, n),
     });
-    this.memory = new AppMemory([options.sources, this.runner, this.sender]);
+    this.previews = new PreviewsRunner({
+      readSecretValue: (namespace, name, key) => client.readSecretValue(namespace, name, key),
+      enqueue,
+      canWrite: options.canWrite,
+      logger: options.logger.child({ runner: 'previews' }),
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+      ...(options.metrics ? { metrics: options.metrics.previewProviders() } : {}),
+    });
+    this.memory = new AppMemory([options.sources, this.runner, this.sender, this.previews]);
     this.routes = new RouteCache({
       kubeConfig: options.kubeConfig,
       namespaces: options.namespaces,
@@ -165,6 +200,7 @@ export class AppController {
       caches: this.caches,
       client,
       analysis: this.runner,
+      previews: this.previews,
       recorder: options.recorder,
       logger: options.logger,
       canWrite: options.canWrite,
@@ -182,11 +218,20 @@ export class AppController {
   /** What queues an App: its own changes, its objects' events, and those of what it references. */
   private watch(enqueue: (key: string) => void): void {
     const { options } = this;
+    // A preview's build and release are what its parent tells the pull request.
+    const parent = (a: CachedApp) => {
+      const key = parentOf(a);
+      if (key !== undefined) enqueue(key);
+    };
     this.caches.apps.addHandler({
-      onAdd: (a) => enqueue(`${a.metadata.namespace}/${a.metadata.name}`),
+      onAdd: (a) => {
+        enqueue(`${a.metadata.namespace}/${a.metadata.name}`);
+        parent(a);
+      },
       onUpdate: (old, a) => {
         const key = `${a.metadata.namespace}/${a.metadata.name}`;
         if (appChanged(old, a)) enqueue(key);
+        if (appChanged(old, a) || JSON.stringify(old.status) !== JSON.stringify(a.status)) parent(a);
         // Only the leader follows sources (it reconciles); a standby's request waits in the annotation.
         const requested = a.metadata.annotations?.[ANN_REFRESH];
         // A request that is not a time is ignored; the reconcile reports it.
@@ -195,7 +240,10 @@ export class AppController {
           options.sources.refresh(key);
         }
       },
-      onDelete: (a) => enqueue(`${a.metadata.namespace}/${a.metadata.name}`),
+      onDelete: (a) => {
+        enqueue(`${a.metadata.namespace}/${a.metadata.name}`);
+        parent(a);
+      },
     });
     const owner = (o: { value: { namespace: string; app?: string } }) => {
       if (o.value.app) enqueue(`${o.value.namespace}/${o.value.app}`);
@@ -273,6 +321,7 @@ export class AppController {
     }
     await this.runner.settled(belongs);
     await this.sender.handBack(belongs);
+    await this.previews.handBack(belongs);
     for (const app of this.caches.apps.list()) {
       const key = `${app.metadata.namespace}/${app.metadata.name}`;
       if (belongs(key)) this.letGo(key);
@@ -330,6 +379,8 @@ export class AppController {
     }
     metrics.apps.reset();
     for (const [phase, n] of counts) metrics.apps.set({ phase }, n);
+    metrics.previews.reset();
+    for (const [state, n] of previewStates(this.caches.apps.list())) metrics.previews.set({ state }, n);
     const labels = { name: 'app', controller: 'app' };
     metrics.wqUnfinished.set(labels, this.queue?.unfinishedWorkSeconds() ?? 0);
     metrics.wqLongest.set(labels, this.queue?.longestRunningProcessorSeconds() ?? 0);
@@ -341,6 +392,7 @@ export class AppController {
     this.queue = undefined;
     this.runner.stop();
     this.sender.stop();
+    this.previews.stop();
     if (!queue) return;
     await queue.shutDownWithDrain();
     await this.workers;

@@ -97,6 +97,16 @@ export class Writer {
     else await ignoreNotFound(this.coreApi.deleteNamespacedSecret({ namespace, name, body }));
   }
 
+  /**
+   * Deletes a preview's child App, bound to the uid the planner saw: an App
+   * made again under that name since is not touched. Background: what it
+   * owns (its ReplicaSets, Services, Ingress) goes with it.
+   */
+  async deleteApp(namespace: string, name: string, uid: string): Promise<void> {
+    const body = { preconditions: { uid }, propagationPolicy: 'Background' };
+    await ignoreNotFound(this.custom.deleteNamespacedCustomObject({ ...APP_API, namespace, name, body }));
+  }
+
   async deleteJob(namespace: string, name: string): Promise<void> {
     // Background: the Job's pods go with it.
     await ignoreNotFound(this.batch.deleteNamespacedJob({ namespace, name, propagationPolicy: 'Background' }));

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { type AnalysisJobRef, LABEL_ANALYSIS, observeAnalysisJob } from '../analysis/job.ts';
 import { validateTemplate } from '../analysis/validate.ts';
 import { type AnalysisTemplateSpec, TEMPLATE_PLURAL } from '../app/analysis-schema.ts';
-import { APPS_INDEX, type CachedApp, type CachedAppEvent, JOBS_INDEX } from '../app/cached.ts';
+import { APPS_INDEX, type CachedApp, type CachedAppEvent, JOBS_INDEX, PREVIEWS_INDEX } from '../app/cached.ts';
 import { ANN_REFRESH, INTENT_PREFIX } from '../app/intents.ts';
 import { LABEL_APP } from '../app/labels.ts';
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from '../app/schema.ts';
@@ -21,6 +21,17 @@ import {
 } from '../kube/informer.ts';
 import { StringPool } from '../kube/intern.ts';
 import { MultiNamespaceInformer, type SharedInformer } from '../kube/multi-namespace-informer.ts';
+import {
+  ANN_ACTIVE_AT,
+  ANN_PR_HEAD,
+  ANN_PR_REF,
+  ANN_PR_URL,
+  ANN_PREVIEW_SPEC,
+  ANN_PREVIEWS_REQUESTED,
+  ANN_WAKE,
+  LABEL_PREVIEW_OF,
+  LABEL_PULL_REQUEST,
+} from '../previews/labels.ts';
 import { ANN_LIVE_CONFIG, configMapDigest, findConfigRefs, LABEL_CONFIG_COPY } from '../rollout/config-refs.ts';
 import {
   LABEL_SERVICE_NAME,
@@ -32,13 +43,55 @@ import {
   observeService,
 } from '../rollout/observed.ts';
 
+/** The annotations every App keeps in the cache: those the reconciler reads. */
+const keptAnnotation = (k: string) =>
+  k.startsWith(INTENT_PREFIX) || k === ANN_REFRESH || k === ANN_LIVE_CONFIG || k === ANN_PREVIEWS_REQUESTED;
+/** A preview's child App keeps what the previews planner reads of it again (previews/labels.ts). */
+const CHILD_ANNOTATIONS: ReadonlySet<string> = new Set([
+  ANN_PR_HEAD,
+  ANN_PR_REF,
+  ANN_PR_URL,
+  ANN_ACTIVE_AT,
+  ANN_WAKE,
+  ANN_PREVIEW_SPEC,
+]);
+
+/** A child App's labels, owners and age, as the previews planner reads them; nothing for any other App. */
+function childMetadata(m: NonNullable<RawObject['metadata']>, pool: StringPool): Partial<CachedApp['metadata']> {
+  const parent = m.labels?.[LABEL_PREVIEW_OF];
+  if (parent === undefined) return {};
+  const number = m.labels?.[LABEL_PULL_REQUEST];
+  const refs = Array.isArray(m.ownerReferences) ? (m.ownerReferences as Record<string, unknown>[]) : [];
+  const owners = refs.flatMap((o) =>
+    o?.kind === KIND && typeof o.uid === 'string' && typeof o.name === 'string'
+      ? [{ apiVersion: String(o.apiVersion ?? API_VERSION), kind: KIND, name: o.name, uid: o.uid }]
+      : [],
+  );
+  return {
+    labels: {
+      [LABEL_PREVIEW_OF]: pool.string(parent),
+      ...(number !== undefined ? { [LABEL_PULL_REQUEST]: number } : {}),
+    },
+    ...(owners.length > 0
+      ? {
+          ownerReferences: owners.map((o) => ({
+            apiVersion: o.apiVersion,
+            kind: o.kind,
+            name: pool.string(o.name),
+            uid: pool.string(o.uid),
+          })),
+        }
+      : {}),
+    ...(typeof m.creationTimestamp === 'string' ? { creationTimestamp: m.creationTimestamp } : {}),
+  };
+}
+
 function trimApp(raw: RawObject, pool: StringPool): CachedApp | undefined {
   const m = raw.metadata;
   if (!m?.name || !m.namespace) return undefined;
+  const child = m.labels?.[LABEL_PREVIEW_OF] !== undefined;
   const annotations = Object.fromEntries(
-    Object.entries(m.annotations ?? {}).filter(
-      ([k]) => k.startsWith(INTENT_PREFIX) || k === ANN_REFRESH || k === ANN_LIVE_CONFIG,
-    ),
+    Object.entries(m.annotations ?? {}).filter(([k]) => keptAnnotation(k) || (child && CHILD_ANNOTATIONS.has(k))),
   );
   return {
     ...(raw.apiVersion ? { apiVersion: pool.string(raw.apiVersion) } : {}),
@@ -53,6 +106,7 @@ function trimApp(raw: RawObject, pool: StringPool): CachedApp | undefined {
       ...(typeof m.deletionTimestamp === 'string' ? { deletionTimestamp: m.deletionTimestamp } : {}),
       ...(Array.isArray(m.finalizers) ? { finalizers: pool.intern(m.finalizers as string[]) } : {}),
       ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
+      ...childMetadata(m, pool),
     },
     spec: pool.intern(raw.spec),
     status: pool.intern(raw.status),
@@ -296,6 +350,10 @@ function rolloutCaches(
   const apps = informer<CachedApp>(`/apis/${GROUP}/${VERSION}`, PLURAL, {
     transform: (raw) => trimApp(raw, pool),
     logger: logger.child({ informer: 'apps' }),
+  });
+  apps.addIndex(PREVIEWS_INDEX, (app) => {
+    const parent = app.metadata.labels?.[LABEL_PREVIEW_OF];
+    return parent !== undefined ? [`${app.metadata.namespace}/${parent}`] : [];
   });
   const replicaSets = informer<Cached<ObservedReplicaSet>>('/apis/apps/v1', 'replicasets', {
     labelSelector: LABEL_APP,

@@ -2,8 +2,11 @@
 // injected client: the writes of apply.ts, and the few reads the cache cannot
 // serve (Secrets, which Teal does not watch). It knows the App, so it lives in
 // the controller's room, not in src/kube, which knows only Kubernetes.
-import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
-import { ignoreNotFound } from '../kube/errors.ts';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, NetworkingV1Api, type V1Pod } from '@kubernetes/client-node';
+import { ANN_APPLIED } from '../app/labels.ts';
+import { apiStatusOf, ignoreNotFound } from '../kube/errors.ts';
+import type { ObservedExposure } from '../previews/exposure.ts';
+import { ROUTE_GROUP, ROUTE_PLURAL, ROUTE_VERSION } from '../rollout/route.ts';
 import { Writer } from './apply.ts';
 
 /** A ConfigMap's or Secret's content; Secret data as the API gives it (base64). */
@@ -16,10 +19,42 @@ export interface ConfigSource {
 
 export class ClusterClient extends Writer {
   private readonly core: CoreV1Api;
+  private readonly networking: NetworkingV1Api;
+  private readonly customObjects: CustomObjectsApi;
 
   constructor(kc: KubeConfig) {
     super(kc);
     this.core = kc.makeApiClient(CoreV1Api);
+    this.networking = kc.makeApiClient(NetworkingV1Api);
+    this.customObjects = kc.makeApiClient(CustomObjectsApi);
+  }
+
+  /**
+   * The Ingresses or HTTPRoutes a label selector picks in one namespace, as the
+   * previews planner compares them (name, the teal.dev/applied hash): listed
+   * only for a parent App with spec.previews.exposure, rather than every
+   * replica caching every Ingress. No HTTPRoute API in the cluster: none.
+   */
+  async listExposures(
+    namespace: string,
+    kind: ObservedExposure['kind'],
+    labelSelector: string,
+  ): Promise<ObservedExposure[]> {
+    type Listed = { items?: { metadata?: { name?: string; annotations?: Record<string, string> } }[] };
+    let listed: Listed;
+    if (kind === 'Ingress') listed = await this.networking.listNamespacedIngress({ namespace, labelSelector });
+    else {
+      const routes = { group: ROUTE_GROUP, version: ROUTE_VERSION, plural: ROUTE_PLURAL, namespace, labelSelector };
+      try {
+        listed = (await this.customObjects.listNamespacedCustomObject(routes)) as Listed;
+      } catch (err) {
+        if (apiStatusOf(err)?.code !== 404) throw err;
+        listed = { items: [] };
+      }
+    }
+    return (listed.items ?? []).flatMap((o) =>
+      o.metadata?.name ? [{ kind, name: o.metadata.name, applied: o.metadata.annotations?.[ANN_APPLIED] }] : [],
+    );
   }
 
   /**

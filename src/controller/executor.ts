@@ -8,6 +8,7 @@ import { ANN_SCALE_DOWN_AT, FINALIZER, LABEL_SLOT } from '../app/labels.ts';
 import { buildSecretCopyManifest } from '../build/job.ts';
 import type { BuildAction } from '../build/plan.ts';
 import { errorMessage, ignoreNotFound } from '../kube/errors.ts';
+import type { PreviewClusterAction } from '../previews/plan.ts';
 import type { RolloutAction } from '../rollout/cluster-actions.ts';
 import {
   type ConfigCopy,
@@ -37,7 +38,7 @@ export type AppAction =
  * return, and the reconciler's own. Declared here, above both planners, by the
  * one room that carries them all out; each planner declares only its own.
  */
-export type ClusterAction = RolloutAction | BuildAction | AppAction;
+export type ClusterAction = RolloutAction | BuildAction | AppAction | PreviewClusterAction;
 
 export class NotLeaderError extends Error {
   constructor() {
@@ -93,6 +94,7 @@ export type ExecutorClient = Pick<
   | 'readOwners'
   | 'evictPod'
   | 'patchAppMetadata'
+  | 'deleteApp'
 >;
 
 /** What a write has at hand: the App it is for and the reconciler's client. */
@@ -219,6 +221,33 @@ const ACTIONS: ActionTable = {
     describe: (t, a) => `restoring the selector of Service ${t.namespace}/${a.service.name}`,
     log: (log, a) => log.info({ service: a.service.name }, 'restoring the selector of an adopted Service'),
     write: ({ client }, a) => client.apply(restoredServiceManifest(a.service)),
+  },
+  createChild: {
+    describe: (t, a) => `creating preview App ${t.namespace}/${a.manifest.metadata.name}`,
+    log: (log, a) =>
+      log.info({ preview: a.manifest.metadata.name, pullRequest: a.number, why: a.why }, 'creating preview App'),
+    write: ({ client }, a) => client.apply(a.manifest),
+  },
+  updateChild: {
+    describe: (t, a) => `updating preview App ${t.namespace}/${a.manifest.metadata.name}`,
+    log: (log, a) =>
+      log.info({ preview: a.manifest.metadata.name, pullRequest: a.number, why: a.why }, 'updating preview App'),
+    write: ({ client }, a) => client.apply(a.manifest),
+  },
+  deleteChild: {
+    describe: (t, a) => `deleting preview App ${t.namespace}/${a.name}`,
+    log: (log, a) => log.info({ preview: a.name, pullRequest: a.number, why: a.why }, 'deleting preview App'),
+    // Bound to the uid the planner saw: an App made again under that name is not this one.
+    write: ({ target, client }, a) => client.deleteApp(target.namespace, a.name, a.uid),
+  },
+  applyExposure: {
+    describe: (t, a) => `applying ${a.manifest.kind} ${t.namespace}/${a.manifest.metadata.name}`,
+    log: (log, a) =>
+      log.info(
+        { [a.manifest.kind === 'Ingress' ? 'ingress' : 'httpRoute']: a.manifest.metadata.name },
+        'exposing preview',
+      ),
+    write: ({ client }, a) => client.apply(a.manifest),
   },
   evictPod: {
     describe: (t, a) => `evicting Pod ${t.namespace}/${a.name}`,

@@ -207,6 +207,12 @@ export class Metrics {
     labelNames: ['provider'],
     registers: [this.registry],
   });
+  readonly previews = new Gauge({
+    name: 'teal_previews',
+    help: "Previews by state (Building, Deploying, Ready, Failed, Asleep, AwaitingApproval, Expired), as the parent Apps' status.previews records them",
+    labelNames: ['state'],
+    registers: [this.registry],
+  });
   readonly apps = new Gauge({
     name: 'teal_apps',
     help: 'Apps by phase',

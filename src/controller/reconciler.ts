@@ -9,12 +9,14 @@ import type { Logger } from 'pino';
 import { inFlight } from '../analysis/run.ts';
 import { trafficInFlight } from '../analysis/traffic.ts';
 import type { AnalysisTemplateSpec } from '../app/analysis-schema.ts';
-import { APPS_INDEX, type CachedApp, JOBS_INDEX } from '../app/cached.ts';
+import { APPS_INDEX, type CachedApp, JOBS_INDEX, PREVIEWS_INDEX } from '../app/cached.ts';
 import type { ValueProblem } from '../app/cluster-values.ts';
+import { type ConditionInput, getCondition, removeCondition, setCondition } from '../app/conditions.ts';
 import { parseDuration } from '../app/duration.ts';
 import type { PlannerEvent } from '../app/event.ts';
 import { type Intent, readIntents, readRefreshRequest } from '../app/intents.ts';
 import { FINALIZER, LABEL_APP, LABEL_HASH } from '../app/labels.ts';
+import type { PreviewsExposure, PreviewsStatus } from '../app/previews-schema.ts';
 import { ANALYSIS_FIELD, type App, type AppStatus } from '../app/schema.ts';
 import { validateApp } from '../app/validate.ts';
 import type { BuildImages } from '../build/images.ts';
@@ -31,6 +33,11 @@ import {
 } from '../build/status.ts';
 import { errorMessage, isConflict } from '../kube/errors.ts';
 import type { Notifier, Prepared } from '../notify/notifier.ts';
+import type { ObservedExposure } from '../previews/exposure.ts';
+import { LABEL_PREVIEW_OF } from '../previews/labels.ts';
+import { isProviderAction, plan as planPreviews } from '../previews/plan.ts';
+import { readPreviewsRequest } from '../previews/poll.ts';
+import { ListedReason } from '../previews/reasons.ts';
 import { plan, planInvalid } from '../rollout/bluegreen.ts';
 import type { MeasureRequest } from '../rollout/cluster-actions.ts';
 import {
@@ -61,8 +68,16 @@ import type { AppMemory, SecretDigests } from './app-memory.ts';
 import type { Caches } from './cache.ts';
 import type { ClusterClient } from './cluster-client.ts';
 import type { EventRecorder } from './events.ts';
-import { type ClusterAction, Executor, type ExecutorClient, NotLeaderError, type Target } from './executor.ts';
+import {
+  ActionFailed,
+  type ClusterAction,
+  Executor,
+  type ExecutorClient,
+  NotLeaderError,
+  type Target,
+} from './executor.ts';
 import type { Metrics } from './metrics.ts';
+import type { PreviewsRunner } from './previews-runner.ts';
 import { countTransitions } from './reconcile-metrics.ts';
 import type { RouteCache } from './routes.ts';
 import { failedSummary } from './summary.ts';
@@ -86,7 +101,7 @@ export interface FollowSpec {
 
 /** The caches the reconciler reads, and only what it reads of them. */
 export interface ReconcilerCaches {
-  apps: Pick<Caches['apps'], 'get' | 'addHandler'>;
+  apps: Pick<Caches['apps'], 'get' | 'addHandler' | 'byIndex'>;
   replicaSets: Pick<Caches['replicaSets'], 'byIndex'>;
   services: Pick<Caches['services'], 'get' | 'listByNamespace'>;
   endpointSlices: Pick<Caches['endpointSlices'], 'byIndex'>;
@@ -100,7 +115,10 @@ export interface ReconcilerCaches {
 
 /** The reconciler's calls of its client: the executor's writes, its status write and the reads the caches cannot serve. */
 export type ReconcilerClient = ExecutorClient &
-  Pick<ClusterClient, 'writeStatus' | 'readConfigSource' | 'readSecretKeys' | 'listPods' | 'readLogHead'>;
+  Pick<
+    ClusterClient,
+    'writeStatus' | 'readConfigSource' | 'readSecretKeys' | 'listPods' | 'readLogHead' | 'listExposures'
+  >;
 
 export interface ReconcilerOptions {
   caches: ReconcilerCaches;
@@ -127,6 +145,8 @@ export interface ReconcilerOptions {
   routes?: Pick<RouteCache, 'lookup'>;
   /** Adds the notifications of each status write to it, and sends them once it has landed (src/notify). */
   notifier?: Pick<Notifier, 'prepare' | 'landed'>;
+  /** Lists each parent App's pull requests and writes on them, in the background (previews-runner.ts). */
+  previews?: Pick<PreviewsRunner, 'seen' | 'merged' | 'due' | 'send' | 'forget'>;
   /** What this replica keeps per App, the sources', analysis' and notifications' included: forgotten when the App goes. */
   memory: AppMemory;
   now?: () => Date;
@@ -210,7 +230,7 @@ export class Reconciler {
     try {
       const app = this.checkSpec(r);
       if (!app) return {};
-      return await this.runSteps(r, app, [this.observe, this.source, this.build, this.rollout]);
+      return await this.runSteps(r, app, [this.observe, this.source, this.build, this.rollout, this.previews]);
     } catch (err) {
       r.failure = err;
       throw err;
@@ -287,7 +307,11 @@ export class Reconciler {
     else if (routing) r.observed.routing = routing;
     const read = readIntents(r.cached.metadata.annotations, `App ${app.metadata.name}`);
     r.intents = read.intents;
-    await this.reportValueProblems(r, read.problems);
+    // A webhook's request for a listing that Teal ignores (not a time, or in the future): the planner's poll.ts rule.
+    const request = app.spec.previews
+      ? readPreviewsRequest(r.cached.metadata.annotations, `App ${app.metadata.name}`, r.now.getTime()).problems
+      : [];
+    await this.reportValueProblems(r, [...read.problems, ...request]);
     // A Service Teal adopted must get its selector back if the App goes: hold a finalizer meanwhile.
     const adopted = [r.observed.activeService, r.observed.previewService].some((s) => s && isAdopted(app, s));
     if (adopted && !r.target.finalizers.includes(FINALIZER)) await this.act(r, [{ kind: 'addFinalizer' }]);
@@ -362,6 +386,86 @@ export class Reconciler {
       config.requeueAfterMs ?? Number.POSITIVE_INFINITY,
     );
     return Number.isFinite(requeue) ? { requeueAfterMs: requeue } : {};
+  }
+
+  /**
+   * Previews (issue #28): the child Apps of the parent's open pull requests,
+   * their Ingresses or HTTPRoutes, and what each pull request is told. Last,
+   * so the parent's own release never waits on a provider; the planner
+   * (previews/plan.ts) decides, the executor writes the cluster, the previews
+   * runner lists and writes on the provider in the background.
+   */
+  private async previews(r: Reconciliation, app: App): Promise<Result> {
+    const runner = this.o.previews;
+    const children = this.previewChildren(r.key);
+    const previews = app.spec.previews;
+    if (!runner || (!previews && children.length === 0 && !hasPreviewsRecord(r.status))) {
+      runner?.forget(r.key);
+      return {};
+    }
+    const seen = runner.seen(r.key);
+    if (previews && !seen) {
+      runner.due(app, undefined);
+      r.status = withPreviews(r.status, r.status.previews, LISTING, this.generation(r), r.now);
+      return {};
+    }
+    if (!previews) runner.forget(r.key);
+    const status = runner.merged(r.key, r.status.previews);
+    const planned = planPreviews({
+      app: { ...app, status: { ...r.status, ...(status ? { previews: status } : {}) } },
+      listing: seen?.listing ?? { ok: true, pullRequests: [], approvals: [] },
+      listedAt: seen?.listedAt ?? r.now,
+      children,
+      exposures: previews?.exposure ? await this.previewExposures(r, previews.exposure) : [],
+      now: r.now,
+      ...(this.o.buildDefaults ? { buildDefaults: this.o.buildDefaults } : {}),
+    });
+    const failed = await this.actPreviews(
+      r,
+      planned.actions.filter((a) => !isProviderAction(a)),
+    );
+    if (failed) {
+      r.status = withPreviews(r.status, status, failed, this.generation(r), r.now);
+      return { requeueAfterMs: PREVIEW_WRITE_RETRY_MS };
+    }
+    runner.send(r.key, planned.actions.filter(isProviderAction));
+    r.status = withPreviews(r.status, planned.status, planned.condition, this.generation(r), r.now);
+    if (previews) runner.due(app, planned.pollAt !== undefined ? Date.parse(planned.pollAt) : undefined);
+    return planned.requeueAfterMs !== undefined ? { requeueAfterMs: planned.requeueAfterMs } : {};
+  }
+
+  /**
+   * The preview's cluster writes; a refused one is said in PreviewsListed
+   * rather than failing the parent's reconcile (its own release is done and
+   * true). Losing the lease or a stale cache still stop everything.
+   */
+  private async actPreviews(r: Reconciliation, actions: readonly ClusterAction[]): Promise<ConditionInput | undefined> {
+    try {
+      await this.act(r, actions);
+      return undefined;
+    } catch (err) {
+      if (err instanceof NotLeaderError || isConflict(err) || !(err instanceof ActionFailed)) throw err;
+      r.log.warn({ doing: err.doing, err: errorMessage(err.cause) }, 'a preview write failed');
+      return { type: 'PreviewsListed', status: 'False', reason: ListedReason.WriteFailed, message: err.message };
+    }
+  }
+
+  /** The Apps labelled as the parent's previews, from the cache, validated (an invalid one is not the planner's). */
+  private previewChildren(key: string): App[] {
+    return this.o.caches.apps.byIndex(PREVIEWS_INDEX, key).flatMap((cached) => {
+      const validation = validateApp(cached);
+      return validation.ok ? [validation.app] : [];
+    });
+  }
+
+  /** The parent's preview Ingresses or HTTPRoutes, listed by label (no cache holds every Ingress). */
+  private async previewExposures(r: Reconciliation, exposure: PreviewsExposure): Promise<ObservedExposure[]> {
+    const kind = exposure.ingress ? 'Ingress' : 'HTTPRoute';
+    const selector = `${LABEL_PREVIEW_OF}=${r.target.name}`;
+    return reading(
+      `the ${kind}s of App ${r.key}'s previews`,
+      this.o.client.listExposures(r.target.namespace, kind, selector),
+    );
   }
 
   /**
@@ -809,6 +913,35 @@ function isVerifyingSwitch(app: App, status: AppStatus | undefined): boolean {
   return (
     app.spec.strategy.blueGreen.switch !== undefined && active !== undefined && !isSwitchVerified(status ?? {}, active)
   );
+}
+
+/** The PreviewsListed condition while the first listing is under way. */
+const LISTING: ConditionInput = {
+  type: 'PreviewsListed',
+  status: 'Unknown',
+  reason: ListedReason.Listing,
+  message: 'listing the pull requests',
+};
+
+/** A preview write refused is tried again after this long (the workqueue's own backoff is for the parent's failures). */
+const PREVIEW_WRITE_RETRY_MS = 10_000;
+
+const hasPreviewsRecord = (status: AppStatus) =>
+  status.previews !== undefined || getCondition(status.conditions, 'PreviewsListed') !== undefined;
+
+/** The status with its previews record and PreviewsListed condition (either undefined: removed). */
+function withPreviews(
+  status: AppStatus,
+  previews: PreviewsStatus | undefined,
+  condition: ConditionInput | undefined,
+  generation: number,
+  now: Date,
+): AppStatus {
+  const { previews: _old, ...rest } = status;
+  const conditions = condition
+    ? setCondition(status.conditions, condition, generation, now.toISOString())
+    : removeCondition(status.conditions, 'PreviewsListed');
+  return { ...rest, ...(previews ? { previews } : {}), conditions };
 }
 
 /** A read that failed, named for the status message. */

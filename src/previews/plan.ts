@@ -49,6 +49,15 @@ export type PreviewAction =
   | { kind: 'editComment'; number: number; body: string; hash: string }
   | { kind: 'removeLabel'; number: number; label: string; why: PreviewReasonValue };
 
+/** The actions on the cluster (the executor's) and those on the provider (the previews runner's). */
+export type PreviewClusterAction = Extract<
+  PreviewAction,
+  { kind: 'createChild' | 'updateChild' | 'deleteChild' | 'applyExposure' }
+>;
+export type PreviewProviderAction = Exclude<PreviewAction, PreviewClusterAction>;
+export const isProviderAction = (a: PreviewAction): a is PreviewProviderAction =>
+  a.kind === 'setCommitStatus' || a.kind === 'editComment' || a.kind === 'removeLabel';
+
 export interface PreviewsPlanInput {
   /** The parent App, validated. */
   app: App;

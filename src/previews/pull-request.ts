@@ -84,6 +84,8 @@ export const PROVIDER_ERROR_REASONS = [
   'Rejected',
   /** The provider has no such thing (Bitbucket Cloud pull requests have no labels). */
   'Unsupported',
+  /** The token Secret (spec.previews.tokenSecretRef) is missing, lacks its key, or holds no usable token: nothing was asked. */
+  'TokenUnavailable',
 ] as const;
 export type ProviderErrorReason = (typeof PROVIDER_ERROR_REASONS)[number];
 

@@ -8,6 +8,10 @@ export const ListedReason = {
   Listed: 'Listed',
   /** spec.previews has a problem (the InvalidSpec condition names it): nothing is planned. */
   InvalidSpec: 'InvalidSpec',
+  /** The first listing is under way (condition Unknown): nothing is planned before it. */
+  Listing: 'Listing',
+  /** A write of a child App or its Ingress/HTTPRoute failed: the message names it; planned again on the next try. */
+  WriteFailed: 'PreviewWriteFailed',
   /** Listed, but some pull requests were skipped: their provider data is not usable (the message says which). */
   Skipped: 'PullRequestsSkipped',
 } as const;

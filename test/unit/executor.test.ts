@@ -2,6 +2,7 @@
 // written through its one call of the client, and named when it fails.
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import type { Previews } from '../../src/app/previews-schema.ts';
 import type { App } from '../../src/app/schema.ts';
 import { validateApp } from '../../src/app/validate.ts';
 import { DEFAULT_BUILD_IMAGES } from '../../src/build/images.ts';
@@ -14,11 +15,13 @@ import {
   type ExecutorClient,
   NotLeaderError,
 } from '../../src/controller/executor.ts';
+import { PreviewReason } from '../../src/previews/reasons.ts';
 import { configMapDigest, copyName } from '../../src/rollout/config-refs.ts';
 import { observeService } from '../../src/rollout/observed.ts';
 import { replicaSetManifest } from '../../src/rollout/replicaset.ts';
 import { ownedServiceManifest } from '../../src/rollout/service.ts';
 import { gitApp } from '../fixtures/apps.ts';
+import { childrenOf, ofKind, parentApp, planFor, pullRequest } from '../fixtures/previews.ts';
 import { makeApp } from '../support/planner-world.ts';
 
 /** The ConfigMap every copy is read from. */
@@ -55,6 +58,7 @@ function recordingClient(failing: readonly string[] = []) {
     },
     evictPod: record('evictPod'),
     patchAppMetadata: record('patchAppMetadata'),
+    deleteApp: record('deleteApp'),
   } as ExecutorClient;
   return { client, calls };
 }
@@ -120,6 +124,25 @@ function everyKind(): ClusterAction[] {
     { kind: 'removeFinalizer' },
     { kind: 'restoreService', service: observed },
     { kind: 'evictPod', name: 'web-h1-abcde', why: 'restart' },
+    ...previewKinds(),
+  ];
+}
+
+/** The previews planner's cluster writes: a child App made and changed, deleted by uid, and its Ingress. */
+function previewKinds(): ClusterAction[] {
+  const app = parentApp((p) => {
+    p.exposure = { scheme: 'https', ingress: { host: 'pr-{{number}}.example.com' } } as Previews['exposure'];
+  });
+  const p = planFor(app, [pullRequest(3)]);
+  const [create] = ofKind(p, 'createChild');
+  if (!create) throw new Error('no child planned');
+  const [exposure] = ofKind(planFor(app, [pullRequest(3)], { children: childrenOf(p) }), 'applyExposure');
+  if (!exposure) throw new Error('no exposure planned');
+  return [
+    create,
+    { ...create, kind: 'updateChild', why: PreviewReason.NewCommit },
+    { kind: 'deleteChild', number: 3, name: 'weather-pr-3', uid: 'child-uid', why: PreviewReason.Closed },
+    exposure,
   ];
 }
 
@@ -146,7 +169,12 @@ describe('Executor', () => {
       'patchAppMetadata',
       'apply',
       'evictPod',
+      'apply',
+      'apply',
+      'deleteApp',
+      'apply',
     ]);
+    expect(calls).toContain(`deleteApp ${JSON.stringify(['ns', 'weather-pr-3', 'child-uid'])}`);
     expect(calls).toContain(
       `patchReplicaSet ${JSON.stringify(['ns', 'web-h1', { spec: { replicas: 0 }, metadata: { annotations: { 'teal.dev/scale-down-at': '2026-11-21T10:00:30Z' } } }])}`,
     );
@@ -171,6 +199,10 @@ describe('Executor', () => {
       "updating the App's finalizers",
       'restoring the selector of an adopted Service',
       'evicting pod',
+      'creating preview App',
+      'updating preview App',
+      'deleting preview App',
+      'exposing preview',
     ]);
   });
 

@@ -32,6 +32,7 @@ function fakeCaches(app: CachedApp) {
         world.handlers.push(handler);
         return () => {};
       },
+      byIndex: () => [],
     },
     replicaSets: none,
     services: none,

@@ -45,9 +45,10 @@ app.kubernetes.io/part-of: teal
 {{- define "teal.namespacedRules" -}}
 # The App cache, finalizers, and intents written by the HTTP API on a caller's behalf
 # (the admission policy asks the writer for the action verb too).
+# Previews: each open pull request's child App created (server-side apply) and deleted by uid (controller/executor.ts).
 - apiGroups: ["teal.dev"]
   resources: ["apps"]
-  verbs: ["get", "list", "watch", "patch", "update", "promote", "abort", "retry", "undo", "pause", "resume", "restart"]
+  verbs: ["get", "list", "watch", "patch", "update", "create", "delete", "promote", "abort", "retry", "undo", "pause", "resume", "restart"]
 - apiGroups: ["teal.dev"]
   resources: ["apps/status"]
   verbs: ["get", "update", "patch"]
@@ -96,9 +97,14 @@ app.kubernetes.io/part-of: teal
   verbs: ["create", "patch", "list", "watch"]
 # Ping-pong slots (blueGreen.trafficRouting.gatewayAPI): the HTTPRoutes Apps name, watched (with their
 # status: Accepted and ResolvedRefs) only once an App names one; the switch patches their weights.
+# Previews (spec.previews.exposure) also apply one HTTPRoute or Ingress per preview, owned by its child App
+# (the garbage collector deletes them with it), and list their parent's by label (controller/cluster-client.ts).
 - apiGroups: ["gateway.networking.k8s.io"]
   resources: ["httproutes"]
-  verbs: ["get", "list", "watch", "patch"]
+  verbs: ["get", "list", "watch", "patch", "create"]
+- apiGroups: ["networking.k8s.io"]
+  resources: ["ingresses"]
+  verbs: ["list", "create", "patch"]
 {{- end -}}
 
 {{/* The HTTP API authenticates and authorizes its callers through the API server. */}}
