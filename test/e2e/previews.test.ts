@@ -1,0 +1,239 @@
+// Previews run (issue #28 items 2, 3, 6, 9): a parent App with spec.previews on
+// a real Gitea (test/cluster/gitea.ts) and the operator as a process. A pull
+// request opened from a branch gets a child App <app>-pr-<n>, owned by the
+// parent, labelled, following the head's full SHA, with its Ingress; the
+// parent's status.previews lists it and PreviewsListed is True; the commit
+// status teal/preview and exactly one comment with Teal's marker appear on the
+// pull request; closing it (no webhook: the test writes the webhook's hint
+// annotation, as the receiver would) deletes the child. A token Secret missing
+// or wrong: PreviewsListed False naming it, no child, no token said anywhere.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { NetworkingV1Api } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AppInput } from '../../src/app/schema.ts';
+import {
+  ANN_PR_HEAD,
+  ANN_PR_REF,
+  ANN_PREVIEWS_REQUESTED,
+  LABEL_PREVIEW_OF,
+  LABEL_PULL_REQUEST,
+} from '../../src/previews/labels.ts';
+import { COMMIT_STATUS_CONTEXT, previewCommentMarker } from '../../src/previews/pull-request.ts';
+import { type Gitea, type GiteaUser, startGitea } from '../cluster/gitea.ts';
+import { createApp, getApp, type StoredApp } from '../support/apps.ts';
+import { createRepo } from '../support/git-server.ts';
+import {
+  closePullRequest,
+  comments,
+  commitStatuses,
+  createRepository,
+  type GiteaPullRequest,
+  gitUrl,
+  openPullRequest,
+  pushBranches,
+  type RepoRef,
+} from '../support/gitea.ts';
+import { clients, createNamespace, kubectl, waitFor } from '../support/kube.ts';
+import { type Operator, startOperator } from '../support/operator.ts';
+
+/** A bound against hangs that a cold build of Gitea on a busy 2-core machine stays under. */
+const GITEA_BUILD_MS = 40 * 60_000;
+const WRONG_TOKEN = 'not-a-gitea-token-0123456789';
+
+const { core, kc } = clients();
+const networking = kc.makeApiClient(NetworkingV1Api);
+let gitea: Gitea;
+let alice: GiteaUser;
+let repo: RepoRef;
+let workdir: string;
+let ns: string;
+let removeNs: () => Promise<void>;
+let operator: Operator;
+let pr: GiteaPullRequest;
+
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+
+/** An App on the repository with previews; its token Secret as named. Apps take https only (see webhooks-pull-requests.test.ts). */
+function parentApp(name: string, tokenSecret: string): AppInput {
+  return {
+    apiVersion: 'teal.dev/v1alpha1',
+    kind: 'App',
+    metadata: { name },
+    spec: {
+      source: { git: { url: gitUrl(gitea, repo).replace(/^http:/, 'https:'), ref: 'main', pollInterval: '0' } },
+      build: { image: 'registry.example.com/team/shop' },
+      replicas: 1,
+      template: { spec: { containers: [{ name: 'app', ports: [{ containerPort: 8080 }] }] } },
+      previews: {
+        provider: 'gitea',
+        apiURL: gitea.apiUrl,
+        tokenSecretRef: { name: tokenSecret },
+        interval: '5m',
+        build: { image: 'registry.example.com/previews/shop', pushSecretRef: { name: 'previews-push' } },
+        exposure: { ingress: { host: 'pr-{{number}}.preview.example.com' } },
+      },
+    },
+  } as AppInput;
+}
+
+type ChildApp = StoredApp & {
+  metadata: StoredApp['metadata'] & {
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: { kind: string; name: string; uid: string; controller?: boolean }[];
+  };
+  spec: { source?: { git?: { ref?: string } } };
+};
+
+async function findApp(name: string): Promise<ChildApp | undefined> {
+  return (await getApp(ns, name).catch(() => undefined)) as ChildApp | undefined;
+}
+
+const listedCondition = (app: StoredApp) => app.status?.conditions?.find((c) => c.type === 'PreviewsListed');
+
+/** The events about an App, as one text. */
+async function eventsText(name: string): Promise<string> {
+  const events = await core.listNamespacedEvent({ namespace: ns, fieldSelector: `involvedObject.name=${name}` });
+  return events.items.map((e) => `${e.reason} ${e.message}`).join('\n');
+}
+
+beforeAll(async () => {
+  gitea = await startGitea();
+  alice = await gitea.createUser('alice');
+  repo = await createRepository(gitea, alice, 'shop');
+  workdir = await mkdtemp(join(tmpdir(), 'teal-previews-'));
+  const local = await createRepo(join(workdir, 'shop'));
+  await local.commit('a Dockerfile', { Dockerfile: 'FROM scratch\n' });
+  await local.commit('feature', { 'app.txt': 'feature\n' }, { branch: 'feature' });
+  await pushBranches(gitea, alice, local, repo, ['main', 'feature']);
+  pr = await openPullRequest(gitea, alice, repo, { head: 'feature', title: 'A new feature' });
+
+  ({ name: ns, remove: removeNs } = await createNamespace('previews'));
+  await core.createNamespacedSecret({
+    namespace: ns,
+    body: { metadata: { name: 'shop-gitea' }, data: { token: b64(alice.token) } },
+  });
+  await core.createNamespacedSecret({
+    namespace: ns,
+    body: { metadata: { name: 'wrong-gitea' }, data: { token: b64(WRONG_TOKEN) } },
+  });
+  await createApp(ns, parentApp('shop', 'shop-gitea'));
+  await createApp(ns, parentApp('nosecret', 'no-such-secret'));
+  await createApp(ns, parentApp('wrong', 'wrong-gitea'));
+  operator = await startOperator({ namespace: ns });
+}, GITEA_BUILD_MS);
+
+afterAll(async () => {
+  await operator?.stop();
+  await removeNs?.();
+  await gitea?.stop();
+  if (workdir) await rm(workdir, { recursive: true, force: true });
+});
+
+describe('previews on a real Gitea', () => {
+  it('an open pull request gets a child App owned by the parent, following its head SHA, with its Ingress', async () => {
+    const parent = await getApp(ns, 'shop');
+    const child = await waitFor('the child App shop-pr-N', () => findApp(`shop-pr-${pr.number}`));
+    expect(child.metadata.labels).toMatchObject({
+      [LABEL_PREVIEW_OF]: 'shop',
+      [LABEL_PULL_REQUEST]: String(pr.number),
+    });
+    expect(child.metadata.ownerReferences).toEqual([
+      expect.objectContaining({ kind: 'App', name: 'shop', uid: parent.metadata.uid, controller: true }),
+    ]);
+    expect(child.spec.source?.git?.ref).toBe(pr.head.sha);
+    expect(child.spec.source?.git?.ref).toMatch(/^[0-9a-f]{40}$/);
+    expect(child.metadata.annotations).toMatchObject({
+      [ANN_PR_HEAD]: pr.head.sha,
+      [ANN_PR_REF]: `refs/pull/${pr.number}/head`,
+    });
+    const ingress = await waitFor('the preview Ingress', () =>
+      networking.readNamespacedIngress({ namespace: ns, name: `shop-pr-${pr.number}` }).catch(() => undefined),
+    );
+    expect(ingress.spec?.rules?.[0]?.host).toBe(`pr-${pr.number}.preview.example.com`);
+    expect(ingress.metadata?.ownerReferences?.[0]).toMatchObject({ kind: 'App', uid: child.metadata.uid });
+  });
+
+  it("lists it in the parent's status.previews with PreviewsListed True", async () => {
+    const parent = await waitFor('status.previews to list the pull request', async () => {
+      const app = await getApp(ns, 'shop');
+      const listed = app.status?.previews?.pullRequests?.some((p) => p.number === pr.number);
+      return listed && listedCondition(app)?.status === 'True' ? app : undefined;
+    });
+    const record = parent.status?.previews?.pullRequests?.find((p) => p.number === pr.number);
+    expect(record).toMatchObject({
+      name: `shop-pr-${pr.number}`,
+      head: pr.head.sha,
+      url: `https://pr-${pr.number}.preview.example.com/`,
+    });
+    expect(listedCondition(parent)).toMatchObject({ status: 'True', reason: 'Listed' });
+  });
+
+  it('posts the commit status teal/preview on the head commit and exactly one comment with the marker', async () => {
+    const statuses = await waitFor('the commit status teal/preview', async () => {
+      const all = await commitStatuses(gitea, alice, repo, pr.head.sha);
+      const ours = all.filter((s) => s.context === COMMIT_STATUS_CONTEXT);
+      return ours.length > 0 ? ours : undefined;
+    });
+    // Newest first: the first one Teal wrote says the preview is on its way.
+    expect(statuses.at(-1)?.status).toBe('pending');
+    const marked = await waitFor('the preview comment', async () => {
+      const found = (await comments(gitea, alice, repo, pr.number)).filter((c) =>
+        c.body.startsWith(previewCommentMarker('gitea', `${ns}/shop`)),
+      );
+      return found.length > 0 ? found : undefined;
+    });
+    expect(marked).toHaveLength(1);
+    expect(marked[0]?.body).toContain(`shop-pr-${pr.number}`);
+    // What the provider accepted is recorded, so it is not written again.
+    await waitFor('status.previews to record what was reported', async () => {
+      const record = (await getApp(ns, 'shop')).status?.previews?.pullRequests?.find((p) => p.number === pr.number);
+      return record?.reported?.status?.sha === pr.head.sha && record.reported.comment ? record : undefined;
+    });
+    expect(
+      (await comments(gitea, alice, repo, pr.number)).filter((c) =>
+        c.body.startsWith(previewCommentMarker('gitea', `${ns}/shop`)),
+      ),
+    ).toHaveLength(1);
+  });
+
+  it('a token Secret missing or wrong: PreviewsListed False naming it, no child, and the token nowhere', async () => {
+    const missing = await waitFor('nosecret: PreviewsListed False', async () => {
+      const app = await getApp(ns, 'nosecret');
+      return listedCondition(app)?.status === 'False' ? app : undefined;
+    });
+    expect(listedCondition(missing)).toMatchObject({ reason: 'TokenUnavailable' });
+    expect(listedCondition(missing)?.message).toContain('no-such-secret');
+    const wrong = await waitFor('wrong: PreviewsListed False', async () => {
+      const app = await getApp(ns, 'wrong');
+      return listedCondition(app)?.status === 'False' ? app : undefined;
+    });
+    expect(listedCondition(wrong)).toMatchObject({ reason: 'Unauthorized' });
+    for (const name of ['nosecret', 'wrong']) {
+      expect(await findApp(`${name}-pr-${pr.number}`)).toBeUndefined();
+    }
+    const said = [JSON.stringify(wrong.status), await eventsText('wrong'), operator.logs()].join('\n');
+    expect(said).not.toContain(WRONG_TOKEN);
+    expect(said).not.toContain(alice.token);
+  });
+
+  it('closing the pull request deletes its child App at the next listing (a webhook hint brings it at once)', async () => {
+    const child = await waitFor('the child App', () => findApp(`shop-pr-${pr.number}`));
+    await closePullRequest(gitea, alice, repo, pr.number);
+    // What the webhook receiver writes (src/api/webhooks.ts): no webhook is configured on this Gitea.
+    const hint = `${ANN_PREVIEWS_REQUESTED}=${new Date().toISOString()}`;
+    const annotated = await kubectl(['annotate', '--overwrite', 'apps.teal.dev', 'shop', '-n', ns, hint]);
+    expect(annotated.code, annotated.stderr).toBe(0);
+    await waitFor('the child App to be deleted', async () => {
+      const now = await findApp(`shop-pr-${pr.number}`);
+      return now === undefined || now.metadata.uid !== child.metadata.uid ? true : undefined;
+    });
+    const parent = await waitFor('status.previews to drop the pull request', async () => {
+      const app = await getApp(ns, 'shop');
+      return app.status?.previews?.pullRequests?.some((p) => p.number === pr.number) ? undefined : app;
+    });
+    expect(listedCondition(parent)?.status).toBe('True');
+  });
+});
