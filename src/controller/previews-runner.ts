@@ -385,8 +385,6 @@ export class PreviewsRunner {
       const done = await host.upsertComment(action.number, action.body);
       return done.ok ? undefined : done.failure;
     }
-    if (!host.removeLabel)
-      return { reason: 'Unsupported', message: `${host.provider}: removing a label is not supported` };
     const done = await host.removeLabel(action.number, action.label);
     return done.ok ? undefined : done.failure;
   }

@@ -22,6 +22,7 @@ import {
   fetchRef,
   type GiteaLabel,
   type GiteaPullRequest,
+  getPullRequest,
   openForkPullRequest,
   openPullRequest,
   postComment,
@@ -210,6 +211,14 @@ describe('the Gitea client on a real Gitea', () => {
         sha: forkPr.head.sha,
       },
     ]);
+  });
+
+  it('takes the approval label off by its id (a stale approval), and a label not on it is done', async () => {
+    const client = host();
+    await addLabels(gitea, alice, upstream, branchPr.number, [approvalLabel.name]);
+    expect(await client.removeLabel(branchPr.number, 'Preview-OK')).toEqual({ ok: true, value: undefined });
+    expect((await getPullRequest(gitea, alice, upstream, branchPr.number)).labels).toEqual([]);
+    expect(await client.removeLabel(branchPr.number, 'preview-ok')).toEqual({ ok: true, value: undefined });
   });
 
   it("reads every page: 52 open pull requests over Gitea's pages of 50", async () => {

@@ -127,6 +127,17 @@ describe('GitHub (contract)', () => {
     });
   });
 
+  it('removes a label by name (encoded); one not on the pull request (404) is done', async () => {
+    const host = await serve(on('DELETE', '/repos/acme/shop/issues/7/labels/ok%20to%20preview', () => ({ body: [] })));
+    const github = client(host, { provider: 'github' });
+    expect(await github.removeLabel(7, 'ok to preview')).toEqual({ ok: true, value: undefined });
+    expect(await github.removeLabel(8, 'ok to preview')).toEqual({ ok: true, value: undefined });
+    expect(host.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+      'DELETE /repos/acme/shop/issues/7/labels/ok%20to%20preview',
+      'DELETE /repos/acme/shop/issues/8/labels/ok%20to%20preview',
+    ]);
+  });
+
   it('one comment: created once, edited in place, left alone when unchanged, found again after a restart', async () => {
     const marker = previewCommentMarker('github', 'team/web');
     const comments: { id: number; body: string; user: { login: string } }[] = [
@@ -285,6 +296,13 @@ describe('GitLab (contract)', () => {
       'RateLimited',
       new Date(reset * 1000).toISOString(),
     ]);
+  });
+
+  it('removes a label with remove_labels on the merge request', async () => {
+    const host = await serve(on('PUT', `${project}/merge_requests/133`, () => ({ body: { iid: 133 } })));
+    const gitlab = client(host, spec);
+    expect(await gitlab.removeLabel(133, 'preview')).toEqual({ ok: true, value: undefined });
+    expect(host.requests[0]?.body).toEqual({ remove_labels: 'preview' });
   });
 
   it('label author from resource label events; notes edited with PUT', async () => {

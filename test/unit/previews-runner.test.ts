@@ -33,6 +33,10 @@ function fakeHost() {
       calls.push(`upsertComment ${number}`);
       return { ok: true, value: 'created' };
     },
+    removeLabel: async (number, label) => {
+      calls.push(`removeLabel ${number} ${label}`);
+      return { ok: true, value: undefined };
+    },
     notBefore: () => 0,
   };
   return { host, calls };
@@ -100,11 +104,12 @@ describe('PreviewsRunner', () => {
     runner.due(parentApp(), undefined);
     await enqueuedOnce();
     enqueued.length = 0;
-    runner.send(KEY, [statusAction('pending'), commentAction]);
+    const unlabel: PreviewProviderAction = { kind: 'removeLabel', number: 1, label: 'ok', why: 'StaleApproval' };
+    runner.send(KEY, [statusAction('pending'), commentAction, unlabel]);
     // Asked again before the first answers: not sent twice.
-    runner.send(KEY, [statusAction('pending'), commentAction]);
+    runner.send(KEY, [statusAction('pending'), commentAction, unlabel]);
     await enqueuedOnce();
-    expect(calls.slice(1)).toEqual([`setStatus ${commit(1)} pending`, 'upsertComment 1']);
+    expect(calls.slice(1)).toEqual([`setStatus ${commit(1)} pending`, 'upsertComment 1', 'removeLabel 1 ok']);
     const status: PreviewsStatus = {
       listedAt: '2026-11-27T06:00:00Z',
       pullRequests: [{ number: 1, head: commit(1), state: 'Building' }],

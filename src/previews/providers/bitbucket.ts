@@ -190,6 +190,10 @@ export class BitbucketHost extends BaseHost implements PreviewHost {
     return failure('Unsupported', 'bitbucket: Bitbucket Cloud pull requests have no labels');
   }
 
+  async removeLabel(): Promise<HostResult<void>> {
+    return failure('Unsupported', 'bitbucket: Bitbucket Cloud pull requests have no labels');
+  }
+
   protected statusCall(sha: string, s: CheckedStatus) {
     // Bitbucket requires a URL: without a preview yet, the repository's page.
     const url = s.targetUrl ?? `${this.webBase}/${this.repoPath()}`;

@@ -62,7 +62,7 @@ const PERMISSIONS: Readonly<Record<string, RepositoryPermission>> = { owner: 'ad
  * scheme (token, not Bearer) and no API version header; its page size (limit,
  * capped at MAX_RESPONSE_ITEMS, 50 by default); label history in the issue
  * timeline, not issue events; a comment list that takes no page size (since and
- * before only); and a token is always a user (GET user never refuses a valid one).
+ * before only); a label taken off by its id; and a token is always a user (GET user never refuses a valid one).
  */
 export class GiteaHost extends GitHubShapedHost<typeof GiteaPull> {
   constructor(o: HostOptions) {
@@ -75,6 +75,7 @@ export class GiteaHost extends GitHubShapedHost<typeof GiteaPull> {
       labelHistory: { op: 'reading the timeline', path: 'timeline', events: giteaLabelEvents },
       commentsPaged: false,
       comments: giteaComments,
+      labelById: true,
     });
   }
 }

@@ -39,6 +39,11 @@ export interface Dialect<S extends z.ZodType> {
   /** Whether the comment list takes the page size. */
   commentsPaged: boolean;
   comments(items: readonly unknown[]): PostedComment[];
+  /**
+   * How a label is named in the path that takes it off a pull request: GitHub
+   * takes its name; Gitea its id, read from the pull request's labels first.
+   */
+  labelById?: boolean;
   /** The failures of GET user that mean a token which is no user. */
   anonymous?: (failure: HostFailure) => boolean;
 }
@@ -87,6 +92,7 @@ export const GITHUB_PERMISSIONS: Readonly<Record<string, RepositoryPermission>> 
 };
 
 const PermissionReply = z.object({ permission: z.string() });
+const IssueLabels = z.array(z.object({ id: z.number(), name: z.string() }));
 
 export abstract class GitHubShapedHost<S extends z.ZodType> extends BaseHost implements PreviewHost {
   private readonly dialect: Dialect<S>;
@@ -122,6 +128,24 @@ export abstract class GitHubShapedHost<S extends z.ZodType> extends BaseHost imp
     const { op, path, events } = this.dialect.labelHistory;
     const items = await this.pages({ op, path: this.path(`issues/${number}/${path}`), query: this.dialect.page });
     return items.ok ? ok(lastLabeler(events(items.value), label)) : items;
+  }
+
+  /** Takes the label off (issues/{n}/labels/{name or id}); not on it (a 404, or not listed) is done. */
+  async removeLabel(number: number, label: string): Promise<HostResult<void>> {
+    const op = 'removing a label';
+    const labels = this.path(`issues/${number}/labels`);
+    let ref = label;
+    if (this.dialect.labelById) {
+      const listed = await this.send({ op, path: labels });
+      if (!listed.ok) return noneWhenNotFound(listed, undefined);
+      const parsed = parseReply(this.provider, op, listed.value.json, IssueLabels);
+      if (!parsed.ok) return parsed;
+      const found = parsed.value.find((l) => l.name.toLowerCase() === label.toLowerCase());
+      if (!found) return ok(undefined);
+      ref = String(found.id);
+    }
+    const path = `${labels}/${encodeURIComponent(ref)}`;
+    return noneWhenNotFound(await this.sendOnly({ op, method: 'DELETE', path }), undefined);
   }
 
   protected statusCall(sha: string, s: CheckedStatus) {

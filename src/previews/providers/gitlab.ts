@@ -168,6 +168,12 @@ export class GitLabHost extends BaseHost implements PreviewHost {
     return versions.ok ? ok(gitlabHeadAt(versions.value, at)) : versions;
   }
 
+  /** Takes the label off the merge request (remove_labels: a label not on it is no error). */
+  async removeLabel(number: number, label: string): Promise<HostResult<void>> {
+    const path = this.path(`merge_requests/${number}`);
+    return this.sendOnly({ op: 'removing a label', method: 'PUT', path, body: { remove_labels: label } });
+  }
+
   protected statusCall(sha: string, s: CheckedStatus) {
     const body = {
       state: STATES[s.state],

@@ -51,12 +51,8 @@ export interface PreviewHost {
    * had none yet. Absent where the host keeps no such record.
    */
   headAt?(number: number, at: string): Promise<HostResult<string | undefined>>;
-  /**
-   * Takes the label off the pull request (a stale approval on a fork); done
-   * when it is not on it. Absent where the client cannot yet: the planner's
-   * pinning to the approved SHA holds either way.
-   */
-  removeLabel?(number: number, label: string): Promise<HostResult<void>>;
+  /** Takes the label off the pull request (a stale approval on a fork); done when it is not on it. */
+  removeLabel(number: number, label: string): Promise<HostResult<void>>;
   /** Epoch ms before which a request would be refused without being sent (0: now). */
   notBefore(): number;
 }

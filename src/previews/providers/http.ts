@@ -42,7 +42,7 @@ export interface HttpOptions {
   cacheEntries?: number;
 }
 
-export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT';
+export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
 export interface Call {
   /** What is being done, as failure messages name it: "listing pull requests". */
