@@ -195,6 +195,7 @@ export class PreviewsRunner {
     if (this.stopped || !entry?.host || actions.length === 0 || !this.o.canWrite(appKey)) return;
     const host = entry.host;
     const now = this.now();
+    for (const [id, at] of entry.refused) if (at <= now) entry.refused.delete(id);
     const fresh = actions.filter((a) => {
       const id = writeId(a);
       return !entry.sending.has(id) && (entry.refused.get(id) ?? 0) <= now;

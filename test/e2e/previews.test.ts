@@ -169,6 +169,12 @@ describe('previews on a real Gitea', () => {
       url: `https://pr-${pr.number}.preview.example.com/`,
     });
     expect(listedCondition(parent)).toMatchObject({ status: 'True', reason: 'Listed' });
+    // Previews by state, and the provider's answers by code: no pull request number or App name as a label.
+    const metrics = await (await fetch(`http://127.0.0.1:${operator.healthPort}/metrics`)).text();
+    expect(metrics).toMatch(/^teal_previews\{state="(Building|Deploying|Ready|Failed)"\} 1$/m);
+    expect(metrics).toMatch(/^teal_preview_provider_requests_total\{provider="gitea",code="200"\} [1-9]/m);
+    expect(metrics).toMatch(/^teal_preview_provider_requests_total\{provider="gitea",code="401"\} [1-9]/m);
+    expect(metrics.split('\n').filter((l) => l.startsWith('teal_preview') && /shop|pr-|number/.test(l))).toEqual([]);
   });
 
   it('posts the commit status teal/preview on the head commit and exactly one comment with the marker', async () => {
