@@ -125,7 +125,22 @@ export async function readForgeFile(demoDir: string): Promise<DevForge> {
       `no ${path}: is make dev running, with Gitea? (it runs Gitea once it is built: make gitea, or make dev PREVIEWS=1)`,
     );
   }
-  return JSON.parse(text) as DevForge;
+  try {
+    return JSON.parse(text) as DevForge;
+  } catch (err) {
+    throw new Error(
+      `${path} is not what make dev writes (${err instanceof Error ? err.message : String(err)}): run make dev again`,
+    );
+  }
+}
+
+/** Whether dev's Gitea still answers: a make dev stopped without its clean-up leaves its file behind. */
+async function answering(forge: DevForge): Promise<void> {
+  const up = await fetch(`${forge.apiUrl}/version`, { signal: AbortSignal.timeout(10_000) }).then(
+    (res) => res.ok,
+    () => false,
+  );
+  if (!up) throw new Error(`dev's Gitea does not answer on ${forge.url}: is make dev still running?`);
 }
 
 /**
@@ -191,6 +206,7 @@ export interface DevPullRequest {
  * not touched.
  */
 export async function openDevPullRequest(forge: DevForge, now = new Date()): Promise<DevPullRequest> {
+  await answering(forge);
   const branch = `dev-pr-${now.toISOString().replace(/\D/g, '').slice(0, 14)}`;
   const tmp = await mkdtemp(join(tmpdir(), 'teal-dev-pr-'));
   try {
