@@ -105,7 +105,7 @@ async function up(real: boolean, previewsMode: PreviewsMode): Promise<void> {
   process.on('SIGHUP', () => stop(0));
   if (!real) log(SIMULATED);
   const host = real ? await prepareRealHost(stops) : undefined;
-  const gitea = await startPreviewsGitea(real ? 'off' : previewsMode, real, onStop);
+  const gitea = await startPreviewsGitea(previewsMode, real, onStop);
   const binDir = await ensureBinaries(log);
   await stopCluster({ name: 'teal-dev', workdir, binDir });
   cluster = await startCluster({ name: 'teal-dev', workdir, log });
@@ -146,7 +146,8 @@ async function startPreviewsGitea(
   onStop: (s: Stop) => void,
 ): Promise<Gitea | undefined> {
   if (real) {
-    if (mode !== 'off')
+    // Asked for both: say why there are no previews; otherwise real mode stays as it was.
+    if (mode === 'on')
       log('previews: not with REAL_BUILDS=1 (the App follows the demo over HTTPS there): run plain make dev');
     return undefined;
   }
