@@ -13,11 +13,11 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import type { AppInput } from '../../src/app/schema.ts';
-import { ANN_PREVIEWS_REQUESTED } from '../../src/previews/labels.ts';
+import { ANN_PREVIEWS_REQUESTED, LABEL_PREVIEW_OF, LABEL_PULL_REQUEST } from '../../src/previews/labels.ts';
 import { type DevPreviews, prepareDevPreviews } from '../cluster/dev-gitea.ts';
 import { type Gitea, startGitea } from '../cluster/gitea.ts';
 import { createApp, getApp, waitForApp } from '../support/apps.ts';
-import { giteaCall, listPullRequests } from '../support/gitea.ts';
+import { comments, commitStatuses, giteaCall, listPullRequests } from '../support/gitea.ts';
 import { clients, createNamespace, waitFor } from '../support/kube.ts';
 import { type Operator, startOperator } from '../support/operator.ts';
 
@@ -150,5 +150,41 @@ describe('make dev with its Gitea', () => {
     await waitFor('the pull request webhook to reach the App', async () => {
       return (await annotationsOf('weather'))[ANN_PREVIEWS_REQUESTED];
     });
+  });
+
+  it("shows the pull request's preview coming up: the child App at its head, and the teal/preview status on it", async () => {
+    const [pr] = (await listPullRequests(gitea, dev.forge.user, dev.forge.repo, { state: 'open' })).body;
+    if (!pr) throw new Error('no pull request open: the test above opens it');
+    const childName = `weather-pr-${pr.number}`;
+    const child = await waitForApp(ns, childName, 'the preview of the pull request', () => true);
+    expect(child.metadata).toMatchObject({
+      labels: { [LABEL_PREVIEW_OF]: 'weather', [LABEL_PULL_REQUEST]: String(pr.number) },
+    });
+    expect((child.spec as AppInput['spec']).source?.git).toMatchObject({
+      url: dev.forge.appRepoUrl,
+      ref: pr.head.sha,
+    });
+    const ready = await waitForApp(
+      ns,
+      'weather',
+      'the preview ready',
+      (a) => a.status?.previews?.pullRequests?.some((p) => p.number === pr.number && p.state === 'Ready') === true,
+    );
+    expect(ready.status?.previews?.pullRequests).toMatchObject([
+      { number: pr.number, name: childName, head: pr.head.sha, state: 'Ready' },
+    ]);
+    const statuses = await waitFor('the teal/preview status to say ready', async () => {
+      const all = await commitStatuses(gitea, dev.forge.user, dev.forge.repo, pr.head.sha);
+      return all[0]?.status === 'success' ? all : undefined;
+    });
+    expect(statuses[0]).toMatchObject({ context: 'teal/preview', status: 'success' });
+    // On its way there it said what it was doing: pending first.
+    expect(statuses.at(-1)).toMatchObject({ context: 'teal/preview', status: 'pending' });
+    const said = await waitFor("Teal's comment on the pull request", async () => {
+      const all = await comments(gitea, dev.forge.user, dev.forge.repo, pr.number);
+      return all.length > 0 ? all : undefined;
+    });
+    expect(said).toHaveLength(1);
+    expect(said[0]?.body).toContain(`kubectl teal`);
   });
 });
