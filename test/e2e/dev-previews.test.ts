@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import type { AppInput } from '../../src/app/schema.ts';
-import { ANN_PREVIEWS_REQUESTED, LABEL_PREVIEW_OF, LABEL_PULL_REQUEST } from '../../src/previews/labels.ts';
+import { ANN_PR_REF, ANN_PREVIEWS_REQUESTED, LABEL_PREVIEW_OF, LABEL_PULL_REQUEST } from '../../src/previews/labels.ts';
 import { type DevPreviews, prepareDevPreviews } from '../cluster/dev-gitea.ts';
 import { type Gitea, startGitea } from '../cluster/gitea.ts';
 import { createApp, getApp, waitForApp } from '../support/apps.ts';
@@ -164,6 +164,11 @@ describe('make dev with its Gitea', () => {
       url: dev.forge.appRepoUrl,
       ref: pr.head.sha,
     });
+    // The pull ref the preview is fetched by is in the repository the App follows (Gitea's on disk).
+    const pullRef = `refs/pull/${pr.number}/head`;
+    expect((child.metadata as { annotations?: Record<string, string> }).annotations?.[ANN_PR_REF]).toBe(pullRef);
+    const advertised = (await git(cache, 'ls-remote', dev.forge.appRepoUrl, pullRef)).stdout;
+    expect(advertised.split('\t')[0]).toBe(pr.head.sha);
     const ready = await waitForApp(
       ns,
       'weather',
