@@ -287,7 +287,7 @@ async function webhookOptions(p: Wiring, apps: AppController): Promise<WebhookOp
   const { spacedHints } = await import('./api/webhook-spacing.ts');
   const { readWebhookSecretFile } = await import('./api/webhooks.ts');
   const { ANN_REFRESH } = await import('./app/intents.ts');
-  const { ANN_PREVIEWS_REQUESTED } = await import('./previews/labels.ts');
+  const { ANN_PREVIEWS_REQUESTED } = await import('./app/preview-labels.ts');
   const { Writer } = await import('./controller/apply.ts');
   const writer = new Writer(kubeConfig);
   return {

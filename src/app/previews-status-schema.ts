@@ -48,6 +48,16 @@ export const PreviewReportedSchema = z
 
 export const PreviewStatusSchema = z.strictObject({
   number: z.int().min(1),
+  title: z
+    .string()
+    .max(256)
+    .optional()
+    .describe("The pull request's title on one line, at most 200 characters, credentials masked: shown as text."),
+  webUrl: z
+    .string()
+    .max(2048)
+    .optional()
+    .describe("The pull request's page, when the provider gave a plain http(s) URL without credentials."),
   name: z.string().max(63).optional().describe('The child App, while there is one.'),
   head: z.string().max(64).describe('The head commit of the pull request.'),
   state: z.enum(PREVIEW_STATES),

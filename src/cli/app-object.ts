@@ -4,9 +4,9 @@
 // the small rules both keep. A command that only reads loads this, not kube.ts.
 import type { V1Job, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
 import { LABEL_APP, LABEL_APP_NAMESPACE, LABEL_APP_UID } from '../app/labels.ts';
+import { LABEL_PREVIEW_OF } from '../app/preview-labels.ts';
 import type { AppStatus } from '../app/schema.ts';
 import { readAppStatus } from '../app/status-reader.ts';
-import { LABEL_PREVIEW_OF } from '../previews/labels.ts';
 
 /** An App as read from the API server: JSON, not parsed by the schema (no defaults added). */
 export interface AppObject {

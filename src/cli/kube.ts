@@ -21,6 +21,7 @@ import {
   Watch,
 } from '@kubernetes/client-node';
 import { LABEL_APP } from '../app/labels.ts';
+import { isPreviewChild } from '../app/previews-view.ts';
 import { APP_API, APP_RESOURCE } from '../app/schema.ts';
 import { apiStatusOf } from '../kube/errors.ts';
 import { applyTokenFiles, kubeconfigPaths } from '../kube/token-file.ts';
@@ -169,7 +170,7 @@ export class Session {
     const list = (await this.call(op, () =>
       this.custom.listNamespacedCustomObject({ ...APP_API, namespace: this.namespace, labelSelector }),
     )) as { items?: unknown[] };
-    return (list.items ?? []).map(readApp).filter((app) => ownedBy(app, parent));
+    return (list.items ?? []).map(readApp).filter((app) => isPreviewChild(app, parent));
   }
 
   /**

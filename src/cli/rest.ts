@@ -18,6 +18,7 @@ import type { V1Job, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { APP_API, APP_RESOURCE } from '../app/app-api.ts';
 import { LABEL_APP } from '../app/labels.ts';
+import { isPreviewChild } from '../app/previews-view.ts';
 import { kubeconfigPaths } from '../kube/token-file.ts';
 import {
   type AppObject,
@@ -275,7 +276,7 @@ export class RestReader implements AppReader, PreviewsReader {
     const op = { verb: 'list', resource: APP_RESOURCE, namespace: this.namespace };
     const query = { labelSelector: previewSelector(parent.metadata.name) };
     const list = await this.get<{ items?: unknown[] }>(op, appsPath(this.namespace), query);
-    return (list.items ?? []).map(readApp).filter((app) => ownedBy(app, parent));
+    return (list.items ?? []).map(readApp).filter((app) => isPreviewChild(app, parent));
   }
 
   // The objects are the API server's JSON: their timestamps are strings where client-node's

@@ -7,6 +7,17 @@ import { type AnalysisTemplateSpec, TEMPLATE_PLURAL } from '../app/analysis-sche
 import { APPS_INDEX, type CachedApp, type CachedAppEvent, JOBS_INDEX, PREVIEWS_INDEX } from '../app/cached.ts';
 import { ANN_REFRESH, INTENT_PREFIX } from '../app/intents.ts';
 import { LABEL_APP } from '../app/labels.ts';
+import {
+  ANN_ACTIVE_AT,
+  ANN_PR_HEAD,
+  ANN_PR_REF,
+  ANN_PR_URL,
+  ANN_PREVIEW_SPEC,
+  ANN_PREVIEWS_REQUESTED,
+  ANN_WAKE,
+  LABEL_PREVIEW_OF,
+  LABEL_PULL_REQUEST,
+} from '../app/preview-labels.ts';
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from '../app/schema.ts';
 import { LABEL_BUILD } from '../build/job.ts';
 import { observeBuildPod, observeJob } from '../build/observed.ts';
@@ -21,17 +32,6 @@ import {
 } from '../kube/informer.ts';
 import { StringPool } from '../kube/intern.ts';
 import { MultiNamespaceInformer, type SharedInformer } from '../kube/multi-namespace-informer.ts';
-import {
-  ANN_ACTIVE_AT,
-  ANN_PR_HEAD,
-  ANN_PR_REF,
-  ANN_PR_URL,
-  ANN_PREVIEW_SPEC,
-  ANN_PREVIEWS_REQUESTED,
-  ANN_WAKE,
-  LABEL_PREVIEW_OF,
-  LABEL_PULL_REQUEST,
-} from '../previews/labels.ts';
 import { ANN_LIVE_CONFIG, configMapDigest, findConfigRefs, LABEL_CONFIG_COPY } from '../rollout/config-refs.ts';
 import {
   LABEL_SERVICE_NAME,
@@ -46,7 +46,7 @@ import {
 /** The annotations every App keeps in the cache: those the reconciler reads. */
 const keptAnnotation = (k: string) =>
   k.startsWith(INTENT_PREFIX) || k === ANN_REFRESH || k === ANN_LIVE_CONFIG || k === ANN_PREVIEWS_REQUESTED;
-/** A preview's child App keeps what the previews planner reads of it again (previews/labels.ts). */
+/** A preview's child App keeps what the previews planner reads of it again (app/preview-labels.ts). */
 const CHILD_ANNOTATIONS: ReadonlySet<string> = new Set([
   ANN_PR_HEAD,
   ANN_PR_REF,

@@ -16,6 +16,7 @@ import { parseDuration } from '../app/duration.ts';
 import type { PlannerEvent } from '../app/event.ts';
 import { type Intent, readIntents, readRefreshRequest } from '../app/intents.ts';
 import { FINALIZER, LABEL_APP, LABEL_HASH } from '../app/labels.ts';
+import { LABEL_PREVIEW_OF } from '../app/preview-labels.ts';
 import type { PreviewsExposure, PreviewsStatus } from '../app/previews-schema.ts';
 import { ANALYSIS_FIELD, type App, type AppStatus } from '../app/schema.ts';
 import { validateApp } from '../app/validate.ts';
@@ -34,7 +35,6 @@ import {
 import { errorMessage, isConflict } from '../kube/errors.ts';
 import type { Notifier, Prepared } from '../notify/notifier.ts';
 import type { ObservedExposure } from '../previews/exposure.ts';
-import { LABEL_PREVIEW_OF } from '../previews/labels.ts';
 import { isProviderAction, plan as planPreviews } from '../previews/plan.ts';
 import { readPreviewsRequest } from '../previews/poll.ts';
 import { ListedReason } from '../previews/reasons.ts';

@@ -6,8 +6,6 @@
 import { podTemplateHash } from '../app/hash.ts';
 import { LABEL_MANAGED_BY, MANAGED_BY } from '../app/labels.ts';
 import { type OwnedMetadata, ownerReference } from '../app/owner.ts';
-import type { Previews } from '../app/previews-schema.ts';
-import { API_VERSION, type App, type AppSpec, KIND } from '../app/schema.ts';
 import {
   ANN_ACTIVE_AT,
   ANN_PR_HEAD,
@@ -16,10 +14,12 @@ import {
   ANN_PREVIEW_SPEC,
   LABEL_PREVIEW_OF,
   LABEL_PULL_REQUEST,
-} from './labels.ts';
+} from '../app/preview-labels.ts';
+import type { Previews } from '../app/previews-schema.ts';
+import { safeWebUrl } from '../app/previews-view.ts';
+import { API_VERSION, type App, type AppSpec, KIND } from '../app/schema.ts';
 import { previewName } from './names.ts';
 import type { PullRequest } from './pull-request.ts';
-import { safeWebUrl } from './select.ts';
 import { previewTemplate } from './template.ts';
 
 /** A preview keeps few revisions: each is a pull request commit already superseded. */
@@ -90,7 +90,7 @@ export function childSpec(parent: App, previews: Previews, wanted: ChildWanted):
 
 /** The child App in full, with the hash of what it says (ANN_PREVIEW_SPEC) to write it again only on change. */
 export function childApp(parent: App, previews: Previews, wanted: ChildWanted): ChildApp {
-  const url = safeWebUrl(wanted.pr);
+  const url = safeWebUrl(wanted.pr.webUrl);
   const labels = {
     [LABEL_PREVIEW_OF]: parent.metadata.name,
     [LABEL_PULL_REQUEST]: String(wanted.pr.number),

@@ -5,10 +5,10 @@
 import { podTemplateHash } from '../app/hash.ts';
 import { ANN_APPLIED, LABEL_MANAGED_BY, MANAGED_BY } from '../app/labels.ts';
 import { type OwnedMetadata, ownerReference } from '../app/owner.ts';
+import { LABEL_PREVIEW_OF, LABEL_PULL_REQUEST } from '../app/preview-labels.ts';
 import type { PreviewsExposure } from '../app/previews-schema.ts';
 import type { App } from '../app/schema.ts';
 import { serviceName, servicePorts } from '../rollout/service.ts';
-import { LABEL_PREVIEW_OF, LABEL_PULL_REQUEST } from './labels.ts';
 import { expandHost, hostTemplate } from './names.ts';
 
 export interface ExposureManifest {

@@ -3,10 +3,10 @@
 // and the exact time the next one is due. Activity is a preview made, a new
 // commit, or a wake (ANN_WAKE); nothing else (a comment, a label) counts.
 import { parseDuration } from '../app/duration.ts';
+import { ANN_ACTIVE_AT, ANN_PR_HEAD, ANN_WAKE } from '../app/preview-labels.ts';
 import type { Previews } from '../app/previews-schema.ts';
 import type { App } from '../app/schema.ts';
 import type { ChildWanted } from './child.ts';
-import { ANN_ACTIVE_AT, ANN_PR_HEAD, ANN_WAKE } from './labels.ts';
 import type { PullRequest } from './pull-request.ts';
 import { PreviewReason, type PreviewReasonValue } from './reasons.ts';
 

@@ -13,13 +13,14 @@ import type { ConditionInput } from '../app/conditions.ts';
 import { parseDuration } from '../app/duration.ts';
 import { sha } from '../app/hash.ts';
 import { ANN_APPLIED } from '../app/labels.ts';
+import { ANN_PREVIEW_SPEC, LABEL_PULL_REQUEST } from '../app/preview-labels.ts';
 import { previewsProblems } from '../app/previews-problems.ts';
 import { MAX_PREVIEW_RECORDS, type PreviewStatus, type Previews, type PreviewsStatus } from '../app/previews-schema.ts';
+import { safeWebUrl } from '../app/previews-view.ts';
 import type { App } from '../app/schema.ts';
 import { type BuildDefaults, imageRepository, pushSecretName } from '../build/registry.ts';
 import { type ChildApp, childApp } from './child.ts';
 import { type ExposureManifest, exposureManifest, type ObservedExposure, previewHost, previewUrl } from './exposure.ts';
-import { ANN_PREVIEW_SPEC, LABEL_PULL_REQUEST } from './labels.ts';
 import { type Candidate, childHead, type Lifecycle, lifecycle } from './lifecycle.ts';
 import { previewName } from './names.ts';
 import { nextPoll, type Poll } from './poll.ts';
@@ -31,6 +32,7 @@ import {
   type ReportContext,
   releaseState,
   type StateView,
+  shownLine,
   shownState,
   withoutCredentials,
 } from './report.ts';
@@ -400,8 +402,12 @@ function statusEntry(pr: PullRequest, context: ReportContext, name: string | und
   const { view, url } = context;
   // An expired preview's head is the pull request's: a preview of an older commit is not idle (activity is a new commit).
   const expired = view.state === 'Expired' ? context.head : undefined;
+  const webUrl = safeWebUrl(pr.webUrl);
   const entry: PreviewStatus = {
     number: pr.number,
+    // What people see of the pull request beside its preview (kubectl teal previews -o, the dashboard), as text.
+    ...(typeof pr.title === 'string' && pr.title.trim() !== '' ? { title: shownLine(pr.title) } : {}),
+    ...(webUrl ? { webUrl } : {}),
     ...(name ? { name } : {}),
     head: pr.headSha,
     state: shownState(context),

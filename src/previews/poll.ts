@@ -5,7 +5,7 @@
 // retryAt, and a value that is not a time, or one in the future, is ignored
 // (a future one would make every listing look older than the request).
 import { rfc3339Time, shown, type ValueProblem, ValueReader } from '../app/cluster-values.ts';
-import { ANN_PREVIEWS_REQUESTED } from './labels.ts';
+import { ANN_PREVIEWS_REQUESTED } from '../app/preview-labels.ts';
 
 export interface PollInput {
   annotations: Record<string, string> | undefined;

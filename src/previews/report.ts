@@ -4,9 +4,9 @@
 // (its log's last lines) is input: escaped for markdown, stripped of any URL's
 // userinfo, Authorization values and tokens of the known providers' formats.
 import { MASK, withoutUserinfo } from '../app/mask.ts';
+import { ANN_WAKE } from '../app/preview-labels.ts';
 import type { PreviewState } from '../app/previews-schema.ts';
 import type { App } from '../app/schema.ts';
-import { ANN_WAKE } from './labels.ts';
 import type { CommitStatus, PullRequest } from './pull-request.ts';
 
 /** A preview's state, with what explains it. */
@@ -109,6 +109,9 @@ const HTML: Record<string, string> = {
   "'": '&#39;',
   '@': '&#64;',
 };
+
+/** Provider text (a title, a branch) as one line of at most MAX_SHOWN characters, no credential in it: still text, not escaped. */
+export const shownLine = (text: string): string => oneLine(withoutCredentials(text), MAX_SHOWN);
 
 /**
  * Provider text as plain text in markdown: on one line, HTML-escaped (no tag,

@@ -25,7 +25,6 @@ export interface Selection {
 
 /** The commit SHAs Teal builds: git's SHA-1, as the App's source resolves a full SHA. */
 const FULL_SHA = /^[0-9a-f]{40}$/;
-const WEB_URL = /^https?:\/\/[^\s/@]+(\/[^\s]*)?$/;
 
 /** Why a pull request's data cannot be used, if it cannot. */
 export function pullRequestProblem(pr: PullRequest): string | undefined {
@@ -38,10 +37,6 @@ export function pullRequestProblem(pr: PullRequest): string | undefined {
   if (pr.headCloneUrl !== undefined) return 'its head lives in another repository, which previews do not build from';
   return undefined;
 }
-
-/** The pull request's page, when it is a plain http(s) URL without credentials. */
-export const safeWebUrl = (pr: PullRequest): string | undefined =>
-  typeof pr.webUrl === 'string' && pr.webUrl.length <= 2048 && WEB_URL.test(pr.webUrl) ? pr.webUrl : undefined;
 
 /** spec.previews.filter: every label, one of the target branches, drafts only when included. */
 export function matchesFilter(pr: PullRequest, filter: Previews['filter']): boolean {

@@ -2,17 +2,17 @@
 // server through the real kubectl, from the bundle and from the sources: a
 // parent App with spec.previews, its status.previews written through the status
 // subresource as the operator writes it, and child Apps labelled and owned as
-// the planner makes them (src/previews/labels.ts). No operator runs, so what is
+// the planner makes them (src/app/preview-labels.ts). No operator runs, so what is
 // written stays as written. Users are real: ServiceAccount tokens meet RBAC.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { ANN_PR_HEAD, LABEL_PREVIEW_OF, LABEL_PULL_REQUEST } from '../../src/app/preview-labels.ts';
+import type { PreviewsView } from '../../src/app/previews-view.ts';
 import type { AppStatus } from '../../src/app/schema.ts';
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION } from '../../src/app/schema.ts';
-import type { PreviewsView } from '../../src/cli/previews.ts';
-import { ANN_PR_HEAD, LABEL_PREVIEW_OF, LABEL_PULL_REQUEST } from '../../src/previews/labels.ts';
 import { e2eApp, previewsApp } from '../fixtures/apps.ts';
 import { createApp } from '../support/apps.ts';
 import { CLI_FROM, type CliFrom, type CliResult, teal as runTeal, startTeal } from '../support/cli.ts';

@@ -12,14 +12,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NetworkingV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AppInput } from '../../src/app/schema.ts';
 import {
   ANN_PR_HEAD,
   ANN_PR_REF,
   ANN_PREVIEWS_REQUESTED,
   LABEL_PREVIEW_OF,
   LABEL_PULL_REQUEST,
-} from '../../src/previews/labels.ts';
+} from '../../src/app/preview-labels.ts';
+import type { AppInput } from '../../src/app/schema.ts';
 import { COMMIT_STATUS_CONTEXT, previewCommentMarker } from '../../src/previews/pull-request.ts';
 import { type Gitea, type GiteaUser, startGitea } from '../cluster/gitea.ts';
 import { createApp, getApp, type StoredApp } from '../support/apps.ts';

@@ -9,9 +9,9 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ANN_PREVIEWS_REQUESTED } from '../../src/app/preview-labels.ts';
 import type { AppInput } from '../../src/app/schema.ts';
 import { signSha256 } from '../../src/app/signature.ts';
-import { ANN_PREVIEWS_REQUESTED } from '../../src/previews/labels.ts';
 import { type Gitea, type GiteaUser, startGitea } from '../cluster/gitea.ts';
 import { createRepo } from '../support/git-server.ts';
 import {

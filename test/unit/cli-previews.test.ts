@@ -2,12 +2,13 @@
 // the child Apps found by label, as data and as a table; the command's place in
 // the command line and its completion. The reads are in test/e2e/cli-previews.test.ts.
 import { describe, expect, it } from 'vitest';
+import { ANN_PR_HEAD, LABEL_PREVIEW_OF, LABEL_PULL_REQUEST } from '../../src/app/preview-labels.ts';
+import { previewsView } from '../../src/app/previews-view.ts';
 import type { AppObject } from '../../src/cli/app-object.ts';
 import { parse } from '../../src/cli/args.ts';
 import { completeWords } from '../../src/cli/completion.ts';
 import { CliError } from '../../src/cli/errors.ts';
-import { previewsView, renderPreviews, requirePreviews } from '../../src/cli/previews.ts';
-import { ANN_PR_HEAD, LABEL_PREVIEW_OF, LABEL_PULL_REQUEST } from '../../src/previews/labels.ts';
+import { renderPreviews, requirePreviews } from '../../src/cli/previews.ts';
 
 const NOW = Date.parse('2026-11-27T08:00:00Z');
 const ago = (minutes: number) => new Date(NOW - minutes * 60_000).toISOString();

@@ -11,7 +11,7 @@ import {
   ANN_WAKE,
   LABEL_PREVIEW_OF,
   LABEL_PULL_REQUEST,
-} from '../../src/previews/labels.ts';
+} from '../../src/app/preview-labels.ts';
 import { plan } from '../../src/previews/plan.ts';
 import { PreviewReason } from '../../src/previews/reasons.ts';
 import { specProblems } from '../../src/rollout/spec-problems.ts';
@@ -209,6 +209,30 @@ describe('status.previews', () => {
     const entries = planFor(parentApp(), prs).status?.pullRequests ?? [];
     expect(entries).toHaveLength(1000);
     expect(entries[0]?.number).toBe(6);
+    expect(() =>
+      valid({ ...structuredClone(parentApp()), status: { previews: { pullRequests: entries } } }),
+    ).not.toThrow();
+  });
+
+  it("records each pull request's title as one line of text and its page only when it is a plain http(s) URL (issue #28 item 10)", () => {
+    const hostile = `<img src=x onerror=alert(1)> @admin ghp_${'a'.repeat(36)} \u202eevil\n${'x'.repeat(300)}`;
+    const prs = [
+      pullRequest(1),
+      pullRequest(2, { title: hostile, webUrl: 'javascript:alert(1)' }),
+      pullRequest(3, { webUrl: 'https://user:secret@github.com/team/weather-app/pull/3' }),
+    ];
+    const entries = planFor(parentApp(), prs).status?.pullRequests ?? [];
+    expect(entries[0]).toMatchObject({
+      number: 1,
+      title: 'Change number 1',
+      webUrl: 'https://github.com/team/weather-app/pull/1',
+    });
+    const [, second, third] = entries;
+    expect(second?.title).toHaveLength(200);
+    // Text as given (the dashboard and kubectl show it as text), on one line, cut, its token masked.
+    expect(second?.title).toMatch(/^<img src=x onerror=alert\(1\)> @admin \*+ \u202eevil x+\.\.\.$/);
+    expect(second).not.toHaveProperty('webUrl');
+    expect(third).not.toHaveProperty('webUrl');
     expect(() =>
       valid({ ...structuredClone(parentApp()), status: { previews: { pullRequests: entries } } }),
     ).not.toThrow();

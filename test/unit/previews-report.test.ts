@@ -3,9 +3,9 @@
 // the message; one comment edited at most once per 10 s; no credential in either;
 // provider text escaped.
 import { describe, expect, it } from 'vitest';
+import { ANN_WAKE } from '../../src/app/preview-labels.ts';
 import type { PreviewReported } from '../../src/app/previews-schema.ts';
 import type { App, AppStatus } from '../../src/app/schema.ts';
-import { ANN_WAKE } from '../../src/previews/labels.ts';
 import type { PreviewsPlan } from '../../src/previews/plan.ts';
 import { escapeMarkdown, withoutCredentials } from '../../src/previews/report.ts';
 import {

@@ -4,13 +4,14 @@
 // one of its child Apps changes. The child Apps are ordinary Apps: `get`,
 // `status`, `promote` ... take their names.
 import { APP_RESOURCE } from '../../app/app-api.ts';
+import { type PreviewsView, previewsView } from '../../app/previews-view.ts';
 import { type PreviewsReader, previewSelector } from '../app-object.ts';
 import { drawOnceOrWatch, redrawOnChange } from '../draw.ts';
 import { CliError } from '../errors.ts';
 import type { Flags } from '../flags.ts';
 import type { Session } from '../kube.ts';
 import { formatData, useColour } from '../output.ts';
-import { type PreviewsView, previewsView, renderPreviews, requirePreviews } from '../previews.ts';
+import { renderPreviews, requirePreviews } from '../previews.ts';
 
 /** The parent App and its child Apps, joined; a refusal to list the children (RBAC) leaves their phases out. */
 export async function loadPreviews(reader: PreviewsReader, name: string): Promise<PreviewsView> {

@@ -2,7 +2,9 @@
 // parent's name and the pull request's number select them (kubectl teal
 // previews, the planner's own read), and the annotations carry what the
 // planner needs again on its next round, so the child App is its own record.
-import { GROUP } from '../app/app-api.ts';
+// In app, the shared vocabulary: the planner (previews) writes them, and
+// kubectl teal previews, the API and the dashboard read them.
+import { GROUP } from './app-api.ts';
 
 /** On a child App: the name of the App whose pull request it previews. */
 export const LABEL_PREVIEW_OF = `${GROUP}/preview-of`;
