@@ -47,7 +47,14 @@ import {
   type ListScope,
   type Permission,
 } from './access.ts';
-import { type AppEventView, appEvents, type RevisionPods, revisionPods } from './app-page.ts';
+import {
+  type AppEventView,
+  type AppPreviewsView,
+  appEvents,
+  appPreviews,
+  type RevisionPods,
+  revisionPods,
+} from './app-page.ts';
 import { ANONYMOUS_USER, type ApiAuth, KubeAuth, type UserInfo } from './auth.ts';
 import { type BuildCaches, type BuildLogRequest, BuildLogs, lastLineOf } from './build-log.ts';
 import { csrfProblem } from './csrf.ts';
@@ -200,6 +207,9 @@ export interface AppDetailView extends AppView {
   /** Its Events, newest first. */
   events: AppEventView[];
 }
+
+/** The App page's answer: the App's detail, and its previews or the parent it previews (app-page.ts). */
+export type AppPageView = AppDetailView & AppPreviewsView;
 
 export function appView(app: CachedApp): AppView {
   // A field the API cannot read is left out rather than failing the request. A run of
@@ -398,7 +408,7 @@ export class ApiHandlers {
   }
 
   /** GET /api/v1/namespaces/:ns/apps/:name: the App's view, its ReplicaSets' pods and its Events, all as cached. */
-  get(ns: string, name: string): AppDetailView {
+  get(ns: string, name: string): AppPageView {
     this.ready();
     const app = this.lookup(ns, name);
     const events = this.opts
@@ -409,6 +419,11 @@ export class ApiHandlers {
       ...appView(app),
       replicaSets: revisionPods(this.replicaSetsOf(ns, name) ?? []),
       events: appEvents(events ?? [], app.metadata.uid),
+      ...appPreviews(
+        app,
+        () => readAppStatus(app.status),
+        () => this.opts.apps().listByNamespace(ns),
+      ),
     };
   }
 

@@ -4,6 +4,8 @@
 // on open and after each action, from the operator's caches.
 import { type Signal, useSignal } from '@preact/signals';
 import { useEffect } from 'preact/hooks';
+import { useLocation } from 'preact-iso/router';
+import { appPageUrl } from '../app/dashboard-pages.ts';
 import type { Action } from '../app/intents.ts';
 import { ActionDialog, type DialogRequest } from './action-dialog.tsx';
 import { ApiFailure, getApp, listActions } from './api.ts';
@@ -29,6 +31,7 @@ import {
 } from './app-view.ts';
 import { BuildLog } from './build-log.tsx';
 import { appRow } from './live.ts';
+import { PreviewsTab } from './previews-tab.tsx';
 import { user } from './session.ts';
 
 /** Opens an action's dialog (undo names the revision to return to). */
@@ -90,6 +93,7 @@ export function AppPage(props: { namespace: string; name: string }) {
   const now = useNow();
   const dialog = useSignal<DialogRequest | undefined>(undefined);
   const notice = useSignal<string | undefined>(undefined);
+  const tab = tabOf(useLocation().query);
 
   if (error.value && !loaded.value) {
     return (
@@ -113,7 +117,12 @@ export function AppPage(props: { namespace: string; name: string }) {
     <>
       <AppHeading namespace={namespace} name={name} view={view} notice={notice.value} />
       <Actions actions={actions} open={open} />
-      <ReleaseSections namespace={namespace} name={name} view={view} now={now.value} actions={actions} open={open} />
+      <Tabs namespace={namespace} name={name} view={view} tab={tab} />
+      {tab === 'previews' && view.previews ? (
+        <PreviewsTab view={view.previews} />
+      ) : (
+        <ReleaseSections namespace={namespace} name={name} view={view} now={now.value} actions={actions} open={open} />
+      )}
       {dialog.value ? (
         <ActionDialog
           request={dialog.value}
@@ -124,6 +133,41 @@ export function AppPage(props: { namespace: string; name: string }) {
         />
       ) : null}
     </>
+  );
+}
+
+/** The App page's tabs, each at its own URL: ?tab=previews shows the Previews tab (an App with spec.previews). */
+type Tab = 'release' | 'previews';
+
+const tabOf = (query: Record<string, string | undefined>): Tab => (query.tab === 'previews' ? 'previews' : 'release');
+
+/** The parent's Previews tab's URL: where a child's page links back to. */
+const previewsUrl = (namespace: string, name: string) => `${appPageUrl(namespace, name)}?tab=previews`;
+
+/** Release and Previews, as links (each a URL of its own); none for an App without spec.previews. */
+function Tabs(props: { namespace: string; name: string; view: AppDetailLike; tab: Tab }) {
+  const { namespace, name, view, tab } = props;
+  if (!view.previews) return null;
+  return (
+    <nav class="tabs" aria-label="App page">
+      <a href={appPageUrl(namespace, name)} aria-current={tab === 'release' ? 'page' : undefined}>
+        Release
+      </a>
+      <a href={previewsUrl(namespace, name)} aria-current={tab === 'previews' ? 'page' : undefined}>
+        Previews ({view.previews.previews.length})
+      </a>
+    </nav>
+  );
+}
+
+/** A preview's child App says whose pull request it previews, linking back to that App's Previews tab. */
+function PreviewOf(props: { namespace: string; of: AppDetailLike['previewOf'] }) {
+  const { app, number } = props.of ?? {};
+  if (!app || number === undefined) return null;
+  return (
+    <p class="crumbs" data-testid="preview-of">
+      preview of <a href={previewsUrl(props.namespace, app)}>{app}</a> #{number}
+    </p>
   );
 }
 
@@ -138,6 +182,7 @@ function AppHeading(props: { namespace: string; name: string; view: AppDetailLik
       <h1>
         {props.name} <Phase phase={view.status?.phase} />
       </h1>
+      <PreviewOf namespace={props.namespace} of={view.previewOf} />
       {view.status?.message ? <p class="message">{view.status.message}</p> : null}
       {notice ? (
         <p class="notice" role="status">

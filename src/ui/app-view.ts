@@ -4,6 +4,7 @@
 // browser (test/unit/ui-app-view.test.ts). Every part of the answer may be
 // missing; strings are shown as text, never as HTML.
 import type { Action } from '../app/intents.ts';
+import type { PreviewsView } from '../app/previews-view.ts';
 
 /** A revision as status shows it (active, preview). */
 export interface RevisionLike {
@@ -111,6 +112,10 @@ export interface AppDetailLike {
   pendingIntents?: ({ action?: string } & ActorLike)[];
   replicaSets?: RevisionPodsLike[];
   events?: { type?: string; reason?: string; message?: string; count?: number; at?: string }[];
+  /** With spec.previews: its pull requests' previews (app/previews-view.ts), the Previews tab. */
+  previews?: PreviewsView;
+  /** A preview's child App: the App and pull request it previews. */
+  previewOf?: { app?: string; number?: number };
 }
 
 /**
