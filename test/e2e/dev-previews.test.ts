@@ -12,7 +12,12 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { ANN_PR_REF, ANN_PREVIEWS_REQUESTED, LABEL_PREVIEW_OF, LABEL_PULL_REQUEST } from '../../src/app/preview-labels.ts';
+import {
+  ANN_PR_REF,
+  ANN_PREVIEWS_REQUESTED,
+  LABEL_PREVIEW_OF,
+  LABEL_PULL_REQUEST,
+} from '../../src/app/preview-labels.ts';
 import type { AppInput } from '../../src/app/schema.ts';
 import { type DevPreviews, prepareDevPreviews } from '../cluster/dev-gitea.ts';
 import { type Gitea, startGitea } from '../cluster/gitea.ts';
