@@ -225,6 +225,18 @@ describe('previews on a real Gitea', () => {
     expect(said).not.toContain(alice.token);
   });
 
+  it('a webhook hint that is not a time is ignored and told once as a Warning Event', async () => {
+    const bad = `${ANN_PREVIEWS_REQUESTED}=soon`;
+    const annotated = await kubectl(['annotate', '--overwrite', 'apps.teal.dev', 'nosecret', '-n', ns, bad]);
+    expect(annotated.code, annotated.stderr).toBe(0);
+    const told = await waitFor('the InvalidAnnotation Event', async () => {
+      const text = await eventsText('nosecret');
+      return text.includes('InvalidAnnotation') ? text : undefined;
+    });
+    expect(told).toContain(ANN_PREVIEWS_REQUESTED);
+    expect(await findApp(`nosecret-pr-${pr.number}`)).toBeUndefined();
+  });
+
   it('closing the pull request deletes its child App at the next listing (a webhook hint brings it at once)', async () => {
     const child = await waitFor('the child App', () => findApp(`shop-pr-${pr.number}`));
     await closePullRequest(gitea, alice, repo, pr.number);
