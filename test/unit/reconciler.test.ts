@@ -11,10 +11,12 @@ import {
   Reconciler,
   type ReconcilerCaches,
   type ReconcilerClient,
+  type ReconcilerOptions,
   type SourceView,
 } from '../../src/controller/reconciler.ts';
 import type { InformerHandler } from '../../src/kube/informer.ts';
-import { e2eApp } from '../fixtures/apps.ts';
+import { e2eApp, previewsApp } from '../fixtures/apps.ts';
+import { pullRequest } from '../fixtures/previews.ts';
 
 const KEY = 'ns/web';
 
@@ -54,12 +56,14 @@ function fakeCaches(app: CachedApp) {
 }
 
 /** A client recording every call by name; writeStatus answers the next resourceVersion. */
-function fakeClient() {
+function fakeClient(failing?: string) {
   const calls: { name: string; args: unknown[] }[] = [];
   const record =
     (name: string, answer: unknown = undefined) =>
     async (...args: unknown[]) => {
       calls.push({ name, args });
+      const kind = (args[0] as { kind?: string } | undefined)?.kind;
+      if (failing !== undefined && kind === failing) throw new Error(`${failing} refused: forbidden`);
       return answer;
     };
   const client = {
@@ -75,6 +79,8 @@ function fakeClient() {
     writeStatus: record('writeStatus', '8'),
     readSecretKeys: record('readSecretKeys'),
     listPods: record('listPods', []),
+    listExposures: record('listExposures', []),
+    deleteApp: record('deleteApp'),
   } as ReconcilerClient;
   return { client, calls };
 }
@@ -90,9 +96,12 @@ function cachedApp(resourceVersion: string, status?: AppStatus): CachedApp {
   };
 }
 
-function setup() {
-  const cache = fakeCaches(cachedApp('7'));
-  const { client, calls } = fakeClient();
+function setup(
+  app: CachedApp = cachedApp('7'),
+  options: { previews?: ReconcilerOptions['previews']; failing?: string } = {},
+) {
+  const cache = fakeCaches(app);
+  const { client, calls } = fakeClient(options.failing);
   const forgotten: string[] = [];
   const sources: SourceView = {
     follow: () => {},
@@ -118,6 +127,7 @@ function setup() {
     buildImages: DEFAULT_BUILD_IMAGES,
     checkGitUrl: () => undefined,
     now: () => new Date('2026-11-21T10:00:00Z'),
+    ...(options.previews ? { previews: options.previews } : {}),
   });
   return { reconciler, cache, calls, forgotten, events };
 }
@@ -164,6 +174,79 @@ describe('Reconciler', () => {
     const before = calls.length;
     expect(await reconciler.reconcile(KEY)).not.toEqual({ requeueAfterMs: 50 });
     expect(calls.length).toBeGreaterThan(before);
+  });
+});
+
+/** A parent App with spec.previews, as cached. */
+function cachedParent(): CachedApp {
+  const input = previewsApp('web');
+  return {
+    apiVersion: input.apiVersion,
+    kind: input.kind,
+    metadata: { name: 'web', namespace: 'ns', resourceVersion: '7', uid: 'uid-1', generation: 1 },
+    spec: input.spec,
+  };
+}
+
+/** A previews runner that has listed this (or nothing yet), recording what it is told. */
+function fakeRunner(listed: boolean) {
+  const told: string[] = [];
+  const runner: NonNullable<ReconcilerOptions['previews']> = {
+    seen: () =>
+      listed
+        ? {
+            listing: { ok: true, pullRequests: [pullRequest(4)], approvals: [] },
+            listedAt: new Date('2026-11-21T09:59:00Z'),
+          }
+        : undefined,
+    merged: (_key, status) => status,
+    due: (_app, at) => void told.push(`due ${at === undefined ? 'now' : new Date(at).toISOString()}`),
+    send: (_key, actions) => void told.push(...actions.map((a) => `send ${a.kind}`)),
+    forget: (key) => void told.push(`forget ${key}`),
+  };
+  return { runner, told };
+}
+
+const writtenStatus = (calls: { name: string; args: unknown[] }[]) =>
+  calls.findLast((c) => c.name === 'writeStatus')?.args[3] as AppStatus;
+const previewsListed = (status: AppStatus) => status.conditions?.find((c) => c.type === 'PreviewsListed');
+
+describe('Reconciler: previews', () => {
+  it('before the first listing: asks the runner for it at once, plans nothing, and says it is listing', async () => {
+    const { runner, told } = fakeRunner(false);
+    const { reconciler, calls } = setup(cachedParent(), { previews: runner });
+    await reconciler.reconcile(KEY);
+    expect(told).toEqual(['due now']);
+    expect(calls.filter((c) => c.name === 'apply').map((c) => (c.args[0] as { kind: string }).kind)).not.toContain(
+      'App',
+    );
+    expect(previewsListed(writtenStatus(calls))).toMatchObject({ status: 'Unknown', reason: 'Listing' });
+  });
+
+  it('from a listing: applies the child App, hands the reports to the runner, records status.previews and the next listing', async () => {
+    const { runner, told } = fakeRunner(true);
+    const { reconciler, calls } = setup(cachedParent(), { previews: runner });
+    await reconciler.reconcile(KEY);
+    const child = calls.find((c) => c.name === 'apply' && (c.args[0] as { kind: string }).kind === 'App');
+    expect(child?.args[0]).toMatchObject({
+      metadata: { name: 'web-pr-4' },
+      spec: { source: { git: { ref: pullRequest(4).headSha } } },
+    });
+    expect(told).toEqual(['send setCommitStatus', 'send editComment', 'due 2026-11-21T10:04:00.000Z']);
+    const status = writtenStatus(calls);
+    expect(status.previews?.pullRequests).toMatchObject([{ number: 4, name: 'web-pr-4', state: 'Building' }]);
+    expect(previewsListed(status)).toMatchObject({ status: 'True', reason: 'Listed' });
+  });
+
+  it("a child write refused: PreviewsListed False naming it, nothing sent, the parent's own status not failed", async () => {
+    const { runner, told } = fakeRunner(true);
+    const { reconciler, calls } = setup(cachedParent(), { previews: runner, failing: 'App' });
+    expect(await reconciler.reconcile(KEY)).toEqual({ requeueAfterMs: 10_000 });
+    const status = writtenStatus(calls);
+    expect(previewsListed(status)).toMatchObject({ status: 'False', reason: 'PreviewWriteFailed' });
+    expect(previewsListed(status)?.message).toContain('creating preview App ns/web-pr-4: App refused: forbidden');
+    expect(told).toEqual([]);
+    expect(status.conditions?.find((c) => c.type === 'Ready')?.reason).not.toBe('ReconcileError');
   });
 });
 
