@@ -168,7 +168,8 @@ async function startPreviewsGitea(
     log(`previews: Gitea ${gitea.version} on ${gitea.url}`);
     return gitea;
   } catch (err) {
-    const why = `Gitea did not start on ${DEV_GITEA_ADDR} (TEAL_DEV_GITEA_ADDR moves it): ${message(err)}`;
+    // The first line says why; Gitea's log after it is long.
+    const why = `${message(err).split('\n')[0]} (TEAL_DEV_GITEA_ADDR=127.0.0.1:PORT moves dev's Gitea)`;
     if (mode === 'on') {
       log(`make dev PREVIEWS=1: ${why}`);
       process.exit(1);

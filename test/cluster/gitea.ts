@@ -187,6 +187,9 @@ export async function startGitea(options: GiteaOptions = {}): Promise<Gitea> {
   }
 }
 
+/** What Gitea logs when its port is taken. */
+const ADDRESS_IN_USE = 'address already in use';
+
 /** Another process may take the probed port before Gitea binds it: then it tries another, unless the port was given. */
 async function startOnPort(layout: Layout, fixed: number | undefined): Promise<Gitea> {
   for (let attempt = 1; ; attempt++) {
@@ -199,7 +202,7 @@ async function startOnPort(layout: Layout, fixed: number | undefined): Promise<G
       return await handle(layout, started, port, version);
     } catch (err) {
       await started.stop();
-      if (fixed !== undefined || attempt >= 3 || !started.logs().includes('address already in use')) throw err;
+      if (fixed !== undefined || attempt >= 3 || !started.logs().includes(ADDRESS_IN_USE)) throw err;
     }
   }
 }
@@ -264,12 +267,19 @@ async function waitUntilReady(started: Supervised, port: number): Promise<string
   // waitFor retries on errors, so an exit is an answer, not a throw: it ends the wait at once.
   const outcome = await waitFor('Gitea to answer its API', async () => {
     if (started.child.exitCode !== null || started.child.signalCode !== null) return { exited: true, version: '' };
+    // Gitea does not exit when it cannot bind its port: it logs why and waits, and something else answers there.
+    if (started.logs().includes(ADDRESS_IN_USE)) return { exited: true, version: '' };
     const res = await fetch(`http://127.0.0.1:${port}/api/v1/version`);
     if (!res.ok) return undefined;
     const { version } = (await res.json()) as { version: string };
     return { exited: false, version };
   });
-  if (outcome.exited) throw new Error(`gitea exited (${started.child.exitCode}):\n${started.logs()}`);
+  if (outcome.exited) {
+    const why = started.logs().includes(ADDRESS_IN_USE)
+      ? `127.0.0.1:${port} is in use`
+      : `it exited (${started.child.exitCode})`;
+    throw new Error(`Gitea did not start: ${why}\n${started.logs()}`);
+  }
   return outcome.version;
 }
 

@@ -5,7 +5,10 @@
 // demo's hook, and `make dev-pr` (cluster.ts pr, run as make runs it) opening a
 // pull request whose signed webhook reaches the App.
 import { execFile } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -81,6 +84,21 @@ afterAll(async () => {
   await removeNs?.();
   await gitea?.stop();
   if (cache) await rm(cache, { recursive: true, force: true });
+});
+
+describe("make dev's Gitea on a fixed port", () => {
+  it('says the port is in use, rather than waiting on whatever answers there', async () => {
+    // Gitea does not exit when its port is taken; a server of another kind answers there.
+    const other = createServer((_, res) => res.writeHead(404).end());
+    other.listen(0, '127.0.0.1');
+    await once(other, 'listening');
+    const { port } = other.address() as AddressInfo;
+    try {
+      await expect(startGitea({ port })).rejects.toThrow(`Gitea did not start: 127.0.0.1:${port} is in use\n`);
+    } finally {
+      other.close();
+    }
+  });
 });
 
 describe('make dev with its Gitea', () => {
