@@ -15,9 +15,11 @@ import { sha } from '../app/hash.ts';
 import { ANN_APPLIED } from '../app/labels.ts';
 import { ANN_PREVIEW_SPEC, LABEL_PULL_REQUEST } from '../app/preview-labels.ts';
 import { previewsProblems } from '../app/previews-problems.ts';
-import { MAX_PREVIEW_RECORDS, type PreviewStatus, type Previews, type PreviewsStatus } from '../app/previews-schema.ts';
+import type { PreviewStatus, Previews, PreviewsStatus } from '../app/previews-schema.ts';
+import { MAX_RECORDED_MESSAGE, MAX_RECORDED_TITLE, MAX_TEXT_BYTES } from '../app/previews-status-schema.ts';
 import { safeWebUrl } from '../app/previews-view.ts';
 import type { App } from '../app/schema.ts';
+import { storedBytes, textBytes } from '../app/stored-bytes.ts';
 import { type BuildDefaults, imageRepository, pushSecretName } from '../build/registry.ts';
 import { type ChildApp, childApp } from './child.ts';
 import { type ExposureManifest, exposureManifest, type ObservedExposure, previewHost, previewUrl } from './exposure.ts';
@@ -26,13 +28,14 @@ import { previewName } from './names.ts';
 import { nextPoll, type Poll } from './poll.ts';
 import { COMMIT_STATUS_CONTEXT, type CommitStatus, type PullRequest, type PullRequestListing } from './pull-request.ts';
 import { ListedReason, PreviewReason, type PreviewReasonValue } from './reasons.ts';
+import { recorded, withinCapacity } from './records.ts';
 import {
   commentBody,
   commitStatus,
   type ReportContext,
+  recordedLine,
   releaseState,
   type StateView,
-  shownLine,
   shownState,
   withoutCredentials,
 } from './report.ts';
@@ -123,8 +126,11 @@ export function plan(input: PreviewsPlanInput): PreviewsPlan {
     prior: new Map((app.status?.previews?.pullRequests ?? []).map((p) => [p.number, p])),
     children: ownedChildren(app, input.children),
   };
-  const { verdicts, skipped, unread } = select(input.listing.pullRequests, input.listing.approvals, previews);
-  r.skipped.push(...skipped);
+  const selection = select(input.listing.pullRequests, input.listing.approvals, previews);
+  const { unread } = selection;
+  const expiredHead = (number: number) => r.prior.get(number)?.expired;
+  const { verdicts, skipped } = withinCapacity(selection.verdicts, r.children, unread, expiredHead);
+  r.skipped.push(...(skipped ? [skipped] : []), ...selection.skipped);
   const lc = lifecycle(candidates(r, verdicts), previews, r.nowMs);
   r.deadlines.push(...lc.deadlines);
   reconcileChildren(r, lc);
@@ -191,9 +197,6 @@ function planProviderError(
   return { ...plan, ...problemsOf(poll), requeueAfterMs: Math.max(0, poll.atMs - input.now.getTime()) };
 }
 
-/** The entries status.previews keeps, by number: the newest MAX_PREVIEW_RECORDS, so the status always fits its schema. */
-const recorded = (entries: PreviewStatus[]) => entries.sort((a, b) => a.number - b.number).slice(-MAX_PREVIEW_RECORDS);
-
 /** The plan: its actions, the next status and condition, and the earliest deadline (the next listing at the latest). */
 function finish(r: Round, entries: PreviewStatus[]): PreviewsPlan {
   const { listedAt } = r.input;
@@ -210,7 +213,7 @@ function finish(r: Round, entries: PreviewStatus[]): PreviewsPlan {
       : { type: 'PreviewsListed', status: 'True', reason: ListedReason.Listed };
   return {
     actions: r.actions,
-    status: { listedAt: listedAt.toISOString(), pullRequests: recorded(entries) },
+    status: { listedAt: listedAt.toISOString(), pullRequests: entries },
     condition,
     pollAt: new Date(poll.atMs).toISOString(),
     ...problemsOf(poll),
@@ -339,13 +342,17 @@ function viewOf(r: Round, verdict: Verdict, lc: Lifecycle): StateView {
   return releaseState(child, verdict.pr.headSha);
 }
 
+/** A URL short enough to record (a host is at most 253 characters: always, for a preview's). */
+const recordable = (url: string | undefined) =>
+  url !== undefined && textBytes(url) <= MAX_TEXT_BYTES ? url : undefined;
+
 /** The preview's URL, while it has a host. */
 function urlOf(r: Round, number: number): string | undefined {
   const exposure = r.previews.exposure;
   if (!exposure) return undefined;
   const name = previewName(r.parent.metadata.name, number);
   const host = previewHost(exposure, { number, app: r.parent.metadata.name, name });
-  return 'host' in host ? previewUrl(exposure, host.host) : undefined;
+  return 'host' in host ? recordable(previewUrl(exposure, host.host)) : undefined;
 }
 
 /** The commit status was last written so, for this commit. */
@@ -355,29 +362,48 @@ const sameStatus = (a: CommitStatus, b: PreviewStatus['reported'], head: string)
   b.status.description === a.description &&
   b.status.targetUrl === a.targetUrl;
 
+/** What one pull request is to be told this round: its writes, and when a comment edit may be made if not now. */
+interface Reports {
+  status?: Extract<PreviewAction, { kind: 'setCommitStatus' }>;
+  comment?: Extract<PreviewAction, { kind: 'editComment' }>;
+  commentAt?: number;
+}
+
 /** The commit status, when it says something the pull request was not last told of this commit. */
-function reportStatus(r: Round, pr: PullRequest, context: ReportContext, prior: PreviewStatus | undefined): void {
-  if (!r.previews.report.commitStatus) return;
+function statusReport(r: Round, pr: PullRequest, context: ReportContext, prior: PreviewStatus | undefined): Reports {
+  if (!r.previews.report.commitStatus) return {};
   const status = commitStatus(context);
-  if (!status || sameStatus(status, prior?.reported, pr.headSha)) return;
-  r.actions.push({
-    kind: 'setCommitStatus',
-    number: pr.number,
-    sha: pr.headSha,
-    context: COMMIT_STATUS_CONTEXT,
-    status,
-  });
+  if (!status || sameStatus(status, prior?.reported, pr.headSha)) return {};
+  return {
+    status: { kind: 'setCommitStatus', number: pr.number, sha: pr.headSha, context: COMMIT_STATUS_CONTEXT, status },
+  };
 }
 
 /** The comment, when its body changed: at most one edit per COMMENT_EDIT_INTERVAL_MS, else at the exact time it may be. */
-function reportComment(r: Round, body: string, number: number, prior: PreviewStatus | undefined): void {
-  if (!r.previews.report.comment) return;
+function commentReport(r: Round, body: string, number: number, prior: PreviewStatus | undefined): Reports {
+  if (!r.previews.report.comment) return {};
   const hash = sha(body).slice(0, 16);
   const last = prior?.reported?.comment;
-  if (last?.hash === hash) return;
+  if (last?.hash === hash) return {};
   const allowedAt = last ? Date.parse(last.at) + COMMENT_EDIT_INTERVAL_MS : Number.NaN;
-  if (Number.isFinite(allowedAt) && r.nowMs < allowedAt) r.deadlines.push(allowedAt);
-  else r.actions.push({ kind: 'editComment', number, body, hash });
+  if (Number.isFinite(allowedAt) && r.nowMs < allowedAt) return { commentAt: allowedAt };
+  return { comment: { kind: 'editComment', number, body, hash } };
+}
+
+/**
+ * The record's `reported` once this round's writes are accepted (a deferred comment
+ * edit counted as made): the size status keeps room for, so that a record does not
+ * outgrow the budget when its writes land, drop out, lose what it was told, and
+ * have it written again.
+ */
+function eventually(r: Round, prior: PreviewStatus | undefined, reports: Reports): PreviewStatus['reported'] {
+  const at = new Date(r.nowMs).toISOString();
+  const { status, comment } = reports;
+  const wrote = status ? { status: { sha: status.sha, ...status.status, at } } : {};
+  const hash = comment?.hash ?? (reports.commentAt !== undefined ? prior?.reported?.comment?.hash : undefined);
+  const edited = hash !== undefined ? { comment: { hash, at } } : {};
+  const reported = { ...prior?.reported, ...wrote, ...edited };
+  return Object.keys(reported).length > 0 ? reported : undefined;
 }
 
 /** The pull request has a child App after this round (or keeps one at an approved commit). */
@@ -402,37 +428,59 @@ function statusEntry(pr: PullRequest, context: ReportContext, name: string | und
   const { view, url } = context;
   // An expired preview's head is the pull request's: a preview of an older commit is not idle (activity is a new commit).
   const expired = view.state === 'Expired' ? context.head : undefined;
-  const webUrl = safeWebUrl(pr.webUrl);
+  const webUrl = recordable(safeWebUrl(pr.webUrl));
   const entry: PreviewStatus = {
     number: pr.number,
     // What people see of the pull request beside its preview (kubectl teal previews -o, the dashboard), as text.
-    ...(typeof pr.title === 'string' && pr.title.trim() !== '' ? { title: shownLine(pr.title) } : {}),
+    ...(typeof pr.title === 'string' && pr.title.trim() !== ''
+      ? { title: recordedLine(pr.title, MAX_RECORDED_TITLE) }
+      : {}),
     ...(webUrl ? { webUrl } : {}),
     ...(name ? { name } : {}),
     head: pr.headSha,
     state: shownState(context),
     ...(url ? { url } : {}),
-    ...(view.message ? { message: withoutCredentials(view.message).slice(0, 1024) } : {}),
+    ...(view.message ? { message: recordedLine(view.message, MAX_RECORDED_MESSAGE) } : {}),
     ...(expired ? { expired } : {}),
     ...(prior?.reported ? { reported: prior.reported } : {}),
   };
   return entry;
 }
 
-/** Each pull request with a preview (or waiting for one): its reports, and its entry in status.previews. */
+/**
+ * Each pull request with a preview (or waiting for one): its entry in status.previews
+ * and, when status keeps that entry (records.ts), its reports. One whose entry is left
+ * out is not written on: with no record of what it was told, it would be told again
+ * every round.
+ */
 function report(r: Round, verdicts: readonly Verdict[], lc: Lifecycle): PreviewStatus[] {
-  return verdicts.flatMap((verdict) => {
+  const namespace = r.parent.metadata.namespace ?? 'default';
+  const each = verdicts.flatMap((verdict) => {
     if (verdict.kind === 'none') return [];
     const { pr } = verdict;
     const prior = r.prior.get(pr.number);
     const context = contextOf(r, verdict, lc);
     const name = previewName(r.parent.metadata.name, pr.number);
-    const namespace = r.parent.metadata.namespace ?? 'default';
     const child = r.children.get(pr.number);
-    reportStatus(r, pr, context, prior);
-    reportComment(r, commentBody({ ...context, pr, child, name, namespace }), pr.number, prior);
-    return [statusEntry(pr, context, hasChild(r, lc, pr.number, context.view) ? name : undefined, prior)];
+    const body = commentBody({ ...context, pr, child, name, namespace });
+    const reports = { ...statusReport(r, pr, context, prior), ...commentReport(r, body, pr.number, prior) };
+    const entry = statusEntry(pr, context, hasChild(r, lc, pr.number, context.view) ? name : undefined, prior);
+    return [{ entry, reports, eventual: { ...entry, reported: eventually(r, prior, reports) } }];
   });
+  const sizes = new Map(each.map((e) => [e.entry, storedBytes(e.eventual)]));
+  const kept = recorded(
+    each.map((e) => e.entry),
+    r.input.listedAt.toISOString(),
+    (entry) => sizes.get(entry) ?? storedBytes(entry),
+  );
+  const keptNumbers = new Set(kept.map((e) => e.number));
+  for (const { entry, reports } of each) {
+    if (!keptNumbers.has(entry.number)) continue;
+    if (reports.status) r.actions.push(reports.status);
+    if (reports.comment) r.actions.push(reports.comment);
+    if (reports.commentAt !== undefined) r.deadlines.push(reports.commentAt);
+  }
+  return kept;
 }
 
 /** The approval label on a fork whose head it does not approve: removed, so that approving the new commit is a new act. */

@@ -40,5 +40,7 @@ export const PreviewReason = {
   PreviewsOff: 'PreviewsRemoved',
   /** The approval label is on a fork whose head commit it does not approve (a new commit, or no write access). */
   StaleApproval: 'StaleApproval',
+  /** More previews than status.previews can always record (MAX_PREVIEW_CHILDREN): the newest get one. */
+  TooMany: 'TooManyPreviews',
 } as const;
 export type PreviewReasonValue = (typeof PreviewReason)[keyof typeof PreviewReason];

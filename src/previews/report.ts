@@ -5,8 +5,9 @@
 // userinfo, Authorization values and tokens of the known providers' formats.
 import { MASK, withoutUserinfo } from '../app/mask.ts';
 import { ANN_WAKE } from '../app/preview-labels.ts';
-import type { PreviewState } from '../app/previews-schema.ts';
+import { MAX_TEXT_BYTES, type PreviewState } from '../app/previews-status-schema.ts';
 import type { App } from '../app/schema.ts';
+import { fitText } from '../app/stored-bytes.ts';
 import type { CommitStatus, PullRequest } from './pull-request.ts';
 
 /** A preview's state, with what explains it. */
@@ -112,6 +113,10 @@ const HTML: Record<string, string> = {
 
 /** Provider text (a title, a branch) as one line of at most MAX_SHOWN characters, no credential in it: still text, not escaped. */
 export const shownLine = (text: string): string => oneLine(withoutCredentials(text), MAX_SHOWN);
+
+/** Text as status.previews records it: one line of at most `max` characters and MAX_TEXT_BYTES stored, no credential in it. */
+export const recordedLine = (text: string, max: number): string =>
+  fitText(oneLine(withoutCredentials(text), max), MAX_TEXT_BYTES);
 
 /**
  * Provider text as plain text in markdown: on one line, HTML-escaped (no tag,

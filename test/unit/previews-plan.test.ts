@@ -205,8 +205,12 @@ describe('a provider error', () => {
 
 describe('status.previews', () => {
   it('records at most 1000 pull requests, the newest, so the status always fits its schema', () => {
-    const prs = Array.from({ length: 1005 }, (_, i) => pullRequest(i + 1));
-    const entries = planFor(parentApp(), prs).status?.pullRequests ?? [];
+    // Forks awaiting approval, untitled, nothing reported: records small enough that the count, not the bytes, binds.
+    const app = parentApp((p) => {
+      p.report = { commitStatus: false, comment: false };
+    });
+    const prs = Array.from({ length: 1005 }, (_, i) => pullRequest(i + 1, { fromFork: true, title: '' }));
+    const entries = planFor(app, prs).status?.pullRequests ?? [];
     expect(entries).toHaveLength(1000);
     expect(entries[0]?.number).toBe(6);
     expect(() =>
