@@ -13,9 +13,11 @@ import { join } from 'node:path';
 import { NetworkingV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  ANN_ACTIVE_AT,
   ANN_PR_HEAD,
   ANN_PR_REF,
   ANN_PREVIEWS_REQUESTED,
+  ANN_WAKE,
   LABEL_PREVIEW_OF,
   LABEL_PULL_REQUEST,
 } from '../../src/app/preview-labels.ts';
@@ -223,6 +225,18 @@ describe('previews on a real Gitea', () => {
     const said = [JSON.stringify(wrong.status), await eventsText('wrong'), operator.logs()].join('\n');
     expect(said).not.toContain(WRONG_TOKEN);
     expect(said).not.toContain(alice.token);
+  });
+
+  it("a change of the child App reconciles its parent: a wake request on the child moves the preview's activity clock", async () => {
+    const name = `shop-pr-${pr.number}`;
+    const at = new Date().toISOString();
+    const wake = await kubectl(['annotate', '--overwrite', 'apps.teal.dev', name, '-n', ns, `${ANN_WAKE}=${at}`]);
+    expect(wake.code, wake.stderr).toBe(0);
+    // Only the parent writes the child: its next plan, woken by the child's change, records the wake.
+    await waitFor('the parent to record the wake on the child', async () => {
+      const child = await findApp(name);
+      return child?.metadata.annotations?.[ANN_ACTIVE_AT] === at ? child : undefined;
+    });
   });
 
   it('a webhook hint that is not a time is ignored and told once as a Warning Event', async () => {
