@@ -5,7 +5,8 @@ import { ApiException } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { GROUP, PLURAL, VERSION } from '../../src/app/schema.ts';
-import { gitApp, imageApp, invalidApps } from '../fixtures/apps.ts';
+import { gitApp, imageApp, invalidApps, previewsApp } from '../fixtures/apps.ts';
+import { hostilePullRequests, parentApp, rounds } from '../fixtures/previews.ts';
 import { clients, createNamespace, kubectl, waitFor } from '../support/kube.ts';
 
 const { ext, custom } = clients();
@@ -95,5 +96,48 @@ describe('the App CRD on the API server', () => {
       items: { metadata: { name: string } }[];
     };
     expect(names.items.map((i) => i.metadata.name)).not.toContain(body.metadata.name);
+  });
+});
+
+describe('status.previews on the API server (issue #28: it always fits in the App)', () => {
+  /** Bytes as the API server stores them: Go's encoding/json writes "<", ">", "&" as \\u003c, U+2028/9 as \\u2028. */
+  const asStored = (value: unknown): number => {
+    const json = JSON.stringify(value);
+    const escaped = (json.match(/[<>&]/g)?.length ?? 0) * 5 + (json.match(/[\u2028\u2029]/g)?.length ?? 0) * 3;
+    return Buffer.byteLength(json, 'utf8') + escaped;
+  };
+
+  it("accepts the planner's worst case through the status subresource: 1,100 hostile pull requests at the maxima", async () => {
+    // The planner's own output after four rounds: 40 children failing with a 4 KiB hostile log, 1,060 forks
+    // awaiting approval, every title, page and message at the schema maxima, every write accepted.
+    const plans = rounds(
+      parentApp(),
+      hostilePullRequests(1100, (n) => n > 40),
+      4,
+    );
+    const previews = plans.at(-1)?.status;
+    expect(previews?.pullRequests?.length).toBeGreaterThan(100);
+    const body = previewsApp('worst-case');
+    const created = (await create(body)) as Record<string, unknown>;
+    const written = (await custom.replaceNamespacedCustomObjectStatus({
+      group: GROUP,
+      version: VERSION,
+      namespace: ns,
+      plural: PLURAL,
+      name: 'worst-case',
+      body: { ...created, status: { previews } },
+    })) as { status?: { previews?: unknown } };
+    expect(written.status?.previews).toEqual(previews);
+    const stored = (await custom.getNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace: ns,
+      plural: PLURAL,
+      name: 'worst-case',
+    })) as { status?: { previews?: unknown } };
+    expect(stored.status?.previews).toEqual(previews);
+    // The whole App (spec, status, managedFields) stays well under etcd's 1.5 MiB.
+    expect(asStored(stored.status?.previews)).toBeLessThanOrEqual(256 * 1024);
+    expect(asStored(stored)).toBeLessThan(768 * 1024);
   });
 });
