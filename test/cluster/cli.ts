@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
+import { appPageUrl } from '../../src/app/dashboard-pages.ts';
 import { type Delivery, startReceiver } from '../support/notify-receiver.ts';
 import { waitFor } from '../support/wait.ts';
 import {
@@ -179,6 +180,9 @@ async function startPreviewsGitea(
   }
 }
 
+/** Previews run in the simulated mode only, whose App is in default. */
+const PREVIEWS_NAMESPACE = 'default';
+
 const SIMULATED = 'builds: simulated (KWOK): each build Job "succeeds" after a second with a made-up digest';
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
@@ -212,7 +216,7 @@ async function setUp(
   }
   const site = host ? await serveDemoRepository(demoDir, onStop) : undefined;
   const previews = gitea
-    ? await prepareDevPreviews(gitea, demoDir, { operatorUrl: `http://${HTTP_ADDR}`, namespace: 'default' })
+    ? await prepareDevPreviews(gitea, demoDir, { operatorUrl: `http://${HTTP_ADDR}`, namespace: PREVIEWS_NAMESPACE })
     : undefined;
   const demo =
     previews?.demo ??
@@ -391,6 +395,7 @@ function previewsHints(forge: DevForge): string {
   return `Pull request previews (docs/previews.md), with the exports above:
   make dev-pr                               # a branch with a small change, and a pull request of it on Gitea
   kubectl teal previews weather --watch     # its preview: the child App weather-pr-<number>, building, then deploying
+  http://${HTTP_ADDR}${appPageUrl(PREVIEWS_NAMESPACE, 'weather')}     # the dashboard's weather page, its Previews tab
   ${forge.url}/${forge.repo.owner}/${forge.repo.name}/pulls   # the pull request, its teal/preview commit status and Teal's comment
 
 `;
@@ -425,7 +430,7 @@ from that commit, and writes the commit status teal/preview and one comment on t
   export PATH=${join(root, 'bin')}:$PATH
   kubectl teal previews weather --watch
   kubectl teal get weather-pr-${pr.number} --watch
-  the dashboard: http://${HTTP_ADDR}/`);
+  the dashboard: http://${HTTP_ADDR}${appPageUrl(PREVIEWS_NAMESPACE, 'weather')} (its Previews tab), and the child's page`);
 }
 
 const command = process.argv[2];
