@@ -7,8 +7,21 @@
 // on a pull request again.
 import { describe, expect, it } from 'vitest';
 import { MAX_PREVIEW_CHILDREN, MAX_TEXT_BYTES, PREVIEWS_STATUS_BUDGET } from '../../src/app/previews-status-schema.ts';
+import { childApp } from '../../src/previews/child.ts';
 import type { PreviewsPlan } from '../../src/previews/plan.ts';
-import { hostilePullRequests, ofKind, parentApp, rounds, valid } from '../fixtures/previews.ts';
+import { PreviewReason } from '../../src/previews/reasons.ts';
+import {
+  childrenOf,
+  hostilePullRequests,
+  NOW,
+  observedChild,
+  ofKind,
+  parentApp,
+  planFor,
+  pullRequest,
+  rounds,
+  valid,
+} from '../fixtures/previews.ts';
 
 /**
  * The bytes as the API server stores them, measured here on its own (not with
@@ -105,5 +118,44 @@ describe('more previews than status can always record', () => {
       ),
     );
     expect(reports(last)).toEqual([]);
+  });
+});
+
+describe('the children a parent has', () => {
+  const app = parentApp();
+  const prs = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => pullRequest(from + i));
+
+  it('keep their preview when newer pull requests come past the cap: the newer ones are named, none made', () => {
+    const children = childrenOf(planFor(app, prs(1, MAX_PREVIEW_CHILDREN)));
+    expect(children).toHaveLength(MAX_PREVIEW_CHILDREN);
+    const p = planFor(app, prs(1, MAX_PREVIEW_CHILDREN + 3), { children });
+    expect(ofKind(p, 'createChild')).toEqual([]);
+    expect(ofKind(p, 'deleteChild')).toEqual([]);
+    const n = MAX_PREVIEW_CHILDREN;
+    expect(p.condition?.message).toBe(
+      `pull requests #${n + 1}, #${n + 2}, #${n + 3}: no preview, more than the ${n} previews status.previews can always record`,
+    );
+    expect(p.status?.pullRequests?.map((r) => r.number)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+  });
+
+  it('beyond the cap (made before it was one) are deleted, the oldest first, as TooManyPreviews', () => {
+    const over = MAX_PREVIEW_CHILDREN + 2;
+    const children = prs(1, over).map((pr) =>
+      observedChild(
+        childApp(app, app.spec.previews as NonNullable<typeof app.spec.previews>, {
+          pr,
+          head: pr.headSha,
+          headRef: pr.headRef,
+          awake: true,
+          activeAt: NOW.getTime(),
+        }),
+      ),
+    );
+    const p = planFor(app, prs(1, over), { children });
+    expect(ofKind(p, 'deleteChild').map((a) => [a.number, a.why])).toEqual([
+      [1, PreviewReason.TooMany],
+      [2, PreviewReason.TooMany],
+    ]);
+    expect(p.status?.pullRequests).toHaveLength(MAX_PREVIEW_CHILDREN);
   });
 });
