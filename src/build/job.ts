@@ -109,9 +109,16 @@ export function gitContextUrl(url: string): string {
   return parsed.toString();
 }
 
+/**
+ * kaniko takes git://host/path#ref#commit and fetches over HTTPS, then checks the commit out by its SHA.
+ * Its git (go-git) clones branches and tags only: a clone of another ref (a pull request's
+ * refs/pull/N/head, refs/merge-requests/N/head) names a commit it never fetched. So for those
+ * it fetches the commit itself (#commit#commit), which the forge serves: it is that ref's tip,
+ * or reachable from it on a forge that allows such wants (GitHub, GitLab, Gitea).
+ */
 function kanikoContext(url: string, ref: string, commit: string): string {
-  // kaniko takes git://host/path#ref#commit and fetches over HTTPS.
-  return `${url.replace(/^https:\/\//, 'git://')}#${ref}#${commit}`;
+  const clonable = !ref.startsWith('refs/') || ref.startsWith('refs/heads/') || ref.startsWith('refs/tags/');
+  return `${url.replace(/^https:\/\//, 'git://')}#${clonable ? ref : commit}#${commit}`;
 }
 
 const secretEnv = (name: string, secret: string, key: string) => ({

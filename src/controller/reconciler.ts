@@ -37,6 +37,7 @@ import type { Notifier, Prepared } from '../notify/notifier.ts';
 import type { ObservedExposure } from '../previews/exposure.ts';
 import { isProviderAction, plan as planPreviews } from '../previews/plan.ts';
 import { readPreviewsRequest } from '../previews/poll.ts';
+import { readPullRef, throughPullRef } from '../previews/pull-ref.ts';
 import { ListedReason } from '../previews/reasons.ts';
 import { plan, planInvalid } from '../rollout/bluegreen.ts';
 import type { MeasureRequest } from '../rollout/cluster-actions.ts';
@@ -311,7 +312,7 @@ export class Reconciler {
     const request = app.spec.previews
       ? readPreviewsRequest(r.cached.metadata.annotations, `App ${app.metadata.name}`, r.now.getTime()).problems
       : [];
-    await this.reportValueProblems(r, [...read.problems, ...request]);
+    await this.reportValueProblems(r, [...read.problems, ...request, ...readPullRef(app).problems]);
     // A Service Teal adopted must get its selector back if the App goes: hold a finalizer meanwhile.
     const adopted = [r.observed.activeService, r.observed.previewService].some((s) => s && isAdopted(app, s));
     if (adopted && !r.target.finalizers.includes(FINALIZER)) await this.act(r, [{ kind: 'addFinalizer' }]);
@@ -333,7 +334,9 @@ export class Reconciler {
       ...(git.secretRef ? { secretName: git.secretRef.name } : {}),
     });
     const state = this.o.sources.state(r.key);
-    r.status = withSource(r.status, state?.resolved, state?.failure, this.generation(r), r.now.toISOString());
+    // A preview's pinned commit is named by its pull request's ref (previews/pull-ref.ts).
+    const resolved = state?.resolved && throughPullRef(state.resolved, readPullRef(app).ref);
+    r.status = withSource(r.status, resolved, state?.failure, this.generation(r), r.now.toISOString());
     if (state?.failure) r.sourceFailure = `source: ${state.failure.message}`;
     return {};
   }
