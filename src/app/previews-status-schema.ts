@@ -100,6 +100,13 @@ export const PreviewStatusSchema = z.strictObject({
     .optional()
     .describe('The head commit whose preview deleteAfter removed: not made again until a new commit.'),
   reported: PreviewReportedSchema.optional(),
+  approval: z
+    .strictObject({
+      id: z.string().max(64).describe('A hash of who added the approval label and when.'),
+      sha: z.string().max(64).describe('The head commit the approval was first seen on: the one it approves.'),
+    })
+    .optional()
+    .describe("A fork's approval as Teal counts it: a later commit needs the label added again."),
 });
 
 /** The pull requests status.previews records at most (within PREVIEWS_STATUS_BUDGET). */
@@ -139,6 +146,7 @@ const LARGEST_RECORD = {
     },
     comment: { hash: 'x'.repeat(64), at: 'x'.repeat(32) },
   },
+  approval: { id: 'x'.repeat(64), sha: 'x'.repeat(64) },
 };
 
 /** The most bytes one record can take once stored (a comma besides). */

@@ -21,12 +21,19 @@ import { safeWebUrl } from '../app/previews-view.ts';
 import type { App } from '../app/schema.ts';
 import { storedBytes, textBytes } from '../app/stored-bytes.ts';
 import { type BuildDefaults, imageRepository, pushSecretName } from '../build/registry.ts';
+import { approvalRecord, pinApprovals } from './approvals.ts';
 import { type ChildApp, childApp } from './child.ts';
 import { type ExposureManifest, exposureManifest, type ObservedExposure, previewHost, previewUrl } from './exposure.ts';
 import { type Candidate, childHead, type Lifecycle, lifecycle } from './lifecycle.ts';
 import { previewName } from './names.ts';
 import { nextPoll, type Poll } from './poll.ts';
-import { COMMIT_STATUS_CONTEXT, type CommitStatus, type PullRequest, type PullRequestListing } from './pull-request.ts';
+import {
+  COMMIT_STATUS_CONTEXT,
+  type CommitStatus,
+  type PullRequest,
+  type PullRequestApproval,
+  type PullRequestListing,
+} from './pull-request.ts';
 import { ListedReason, PreviewReason, type PreviewReasonValue } from './reasons.ts';
 import { recorded, withinCapacity } from './records.ts';
 import {
@@ -105,6 +112,8 @@ interface Round {
   skipped: string[];
   prior: Map<number, PreviewStatus>;
   children: Map<number, App>;
+  /** The listing's approvals, each at the commit its record pinned it to (approvals.ts). */
+  approvals: PullRequestApproval[];
 }
 
 export function plan(input: PreviewsPlanInput): PreviewsPlan {
@@ -115,6 +124,7 @@ export function plan(input: PreviewsPlanInput): PreviewsPlan {
   if (problems.length > 0)
     return planUnchanged(app, { reason: ListedReason.InvalidSpec, message: problems.join('; ') });
   if (!input.listing.ok) return planProviderError(input, previews, input.listing.error);
+  const prior = new Map((app.status?.previews?.pullRequests ?? []).map((p) => [p.number, p]));
   const r: Round = {
     input,
     parent: app,
@@ -123,10 +133,11 @@ export function plan(input: PreviewsPlanInput): PreviewsPlan {
     actions: [],
     deadlines: [],
     skipped: [],
-    prior: new Map((app.status?.previews?.pullRequests ?? []).map((p) => [p.number, p])),
+    prior,
     children: ownedChildren(app, input.children),
+    approvals: pinApprovals(input.listing.approvals, prior),
   };
-  const selection = select(input.listing.pullRequests, input.listing.approvals, previews);
+  const selection = select(input.listing.pullRequests, r.approvals, previews);
   const { unread } = selection;
   const expiredHead = (number: number) => r.prior.get(number)?.expired;
   const { verdicts, skipped } = withinCapacity(selection.verdicts, r.children, unread, expiredHead);
@@ -424,7 +435,13 @@ function contextOf(r: Round, verdict: Exclude<Verdict, { kind: 'none' }>, lc: Li
 }
 
 /** The pull request's entry in status.previews; `name` while it has (or gets) a child App. */
-function statusEntry(pr: PullRequest, context: ReportContext, name: string | undefined, prior?: PreviewStatus) {
+function statusEntry(
+  pr: PullRequest,
+  context: ReportContext,
+  name: string | undefined,
+  prior: PreviewStatus | undefined,
+  approval: PreviewStatus['approval'],
+) {
   const { view, url } = context;
   // An expired preview's head is the pull request's: a preview of an older commit is not idle (activity is a new commit).
   const expired = view.state === 'Expired' ? context.head : undefined;
@@ -443,6 +460,7 @@ function statusEntry(pr: PullRequest, context: ReportContext, name: string | und
     ...(view.message ? { message: recordedLine(view.message, MAX_RECORDED_MESSAGE) } : {}),
     ...(expired ? { expired } : {}),
     ...(prior?.reported ? { reported: prior.reported } : {}),
+    ...(approval ? { approval } : {}),
   };
   return entry;
 }
@@ -464,7 +482,14 @@ function report(r: Round, verdicts: readonly Verdict[], lc: Lifecycle): PreviewS
     const child = r.children.get(pr.number);
     const body = commentBody({ ...context, pr, child, name, namespace });
     const reports = { ...statusReport(r, pr, context, prior), ...commentReport(r, body, pr.number, prior) };
-    const entry = statusEntry(pr, context, hasChild(r, lc, pr.number, context.view) ? name : undefined, prior);
+    const approval = approvalRecord(r.approvals, pr.number);
+    const entry = statusEntry(
+      pr,
+      context,
+      hasChild(r, lc, pr.number, context.view) ? name : undefined,
+      prior,
+      approval,
+    );
     return [{ entry, reports, eventual: { ...entry, reported: eventually(r, prior, reports) } }];
   });
   const sizes = new Map(each.map((e) => [e.entry, storedBytes(e.eventual)]));

@@ -74,6 +74,30 @@ describe('a pull request from a fork', () => {
     expect(p.status?.pullRequests?.[0]).toMatchObject({ state: 'AwaitingApproval', head: commit('unapproved') });
   });
 
+  it('keeps an approval at the commit it was first seen on when the host reports it at the current head (GitHub, Gitea)', () => {
+    // Such a host reads the approval label's author and time, but not the head at that time:
+    // it reports the head of the listing, so a label left on would approve every later push.
+    const first = planFor(app, [fork], { approvals: [approval()] });
+    const parent = valid({ ...structuredClone(app), status: { previews: first.status } });
+    const children = childrenOf(first);
+    const pushed = { ...fork, headSha: commit('unapproved') };
+    const sameAct = approval({ sha: pushed.headSha });
+    const p = planFor(parent, [pushed], { children, approvals: [sameAct], now: at(MINUTE) });
+    expect(ofKind(p, 'createChild')).toEqual([]);
+    expect(ofKind(p, 'updateChild')).toEqual([]);
+    expect(p.status?.pullRequests?.[0]).toMatchObject({ state: 'AwaitingApproval', head: commit('unapproved') });
+    // The label approves no commit now: it is taken off, so approving the new commit is a new act.
+    expect(ofKind(p, 'removeLabel')).toEqual([expect.objectContaining({ number: 21, label: LABEL })]);
+    // Added again (another time), it approves the head it is seen on then.
+    const again = approval({ sha: pushed.headSha, at: '2026-11-27T06:00:00Z' });
+    const next = valid({ ...structuredClone(app), status: { previews: p.status } });
+    const [update] = ofKind(
+      planFor(next, [pushed], { children, approvals: [again], now: at(2 * MINUTE) }),
+      'updateChild',
+    );
+    expect(update?.manifest.spec.source?.git.ref).toBe(commit('unapproved'));
+  });
+
   it('moves to the new commit once that commit is approved', () => {
     const children = childrenOf(planFor(app, [fork], { approvals: [approval()] }));
     const pushed = { ...fork, headSha: commit('approved-later') };
