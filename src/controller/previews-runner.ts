@@ -73,6 +73,11 @@ interface Entry {
   /** Writes sent and not answered, and those refused with the time they may be asked again, by id. */
   sending: Set<string>;
   refused: Map<string, number>;
+  /**
+   * Labels taken off since the listing that saw them: the plan asks again at every reconcile until the
+   * next listing, and a label added back meanwhile is a new approval, not the stale one.
+   */
+  unlabeled: Set<string>;
   /** The writes of one App go one after the other: a status before its comment, in the plan's order. */
   writes: Promise<void>;
 }
@@ -146,6 +151,7 @@ export class PreviewsRunner {
         accepted: new Map(),
         sending: new Set(),
         refused: new Map(),
+        unlabeled: new Set(),
         writes: Promise.resolve(),
       };
       this.entries.set(appKey, entry);
@@ -198,7 +204,7 @@ export class PreviewsRunner {
     for (const [id, at] of entry.refused) if (at <= now) entry.refused.delete(id);
     const fresh = actions.filter((a) => {
       const id = writeId(a);
-      return !entry.sending.has(id) && (entry.refused.get(id) ?? 0) <= now;
+      return !entry.sending.has(id) && !entry.unlabeled.has(id) && (entry.refused.get(id) ?? 0) <= now;
     });
     if (fresh.length === 0) return;
     for (const a of fresh) entry.sending.add(writeId(a));
@@ -254,6 +260,7 @@ export class PreviewsRunner {
         if (entry && !this.stopped) {
           entry.listing = false;
           entry.seen = { listing, listedAt };
+          entry.unlabeled.clear();
           this.o.enqueue(key);
         }
         this.next();
@@ -366,7 +373,7 @@ export class PreviewsRunner {
           entry.accepted.set(action.number, { ...before, status: { sha: action.sha, ...action.status, at } });
         } else if (action.kind === 'editComment') {
           entry.accepted.set(action.number, { ...before, comment: { hash: action.hash, at } });
-        }
+        } else entry.unlabeled.add(id);
         accepted++;
         log.info({ pullRequest: action.number, write: action.kind }, 'wrote on the pull request');
       } finally {

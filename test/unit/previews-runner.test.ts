@@ -124,6 +124,27 @@ describe('PreviewsRunner', () => {
     expect(runner.merged(KEY, status)).toEqual(status);
   });
 
+  it('takes a stale label off once per listing: asked again on the same listing, it is not sent (a label added back is a new approval)', async () => {
+    const { runner, calls, enqueued, enqueuedOnce } = setup();
+    runner.due(parentApp(), undefined);
+    await enqueuedOnce();
+    enqueued.length = 0;
+    const unlabel: PreviewProviderAction = { kind: 'removeLabel', number: 1, label: 'ok', why: 'StaleApproval' };
+    runner.send(KEY, [unlabel]);
+    await enqueuedOnce();
+    // Each reconcile plans on the same listing, which still shows the label: nothing more is sent.
+    runner.send(KEY, [unlabel]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(calls).toEqual(['listOpen', 'removeLabel 1 ok']);
+    // A new listing that shows it again: taken off again.
+    enqueued.length = 0;
+    runner.due(parentApp(), 0);
+    await enqueuedOnce();
+    runner.send(KEY, [unlabel]);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(calls).toEqual(['listOpen', 'removeLabel 1 ok', 'listOpen', 'removeLabel 1 ok']);
+  });
+
   it('writes nothing for an App this replica may not write for, and forgets an App whole', async () => {
     const { runner, calls, enqueuedOnce } = setup({ canWrite: false });
     runner.due(parentApp(), undefined);
