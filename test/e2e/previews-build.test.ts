@@ -275,8 +275,7 @@ describe("a preview's child App on a fork's pull request (real Gitea, real build
     'a second push moves the pull ref; the App pinned to the first commit builds that commit again, never the new one',
     async () => {
       // The owner takes the approval off, and the fork pushes again: the new head is approved by nobody.
-      // (Gitea's client takes a label still on the pull request as an approval of the current head:
-      // left on, it would approve the new commit too.)
+      // (A label left on approves no later push either: previews-lifecycle.test.ts.)
       await removeLabel(gitea, alice, upstream, pr.number, approval);
       await bobClone.commit('a second change', { 'second.txt': 'second\n' });
       await pushBranches(gitea, bob, bobClone, fork, ['fork-change']);
