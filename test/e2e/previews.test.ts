@@ -5,7 +5,8 @@
 // parent's status.previews lists it and PreviewsListed is True; the commit
 // status teal/preview and exactly one comment with Teal's marker appear on the
 // pull request; closing it (no webhook: the test writes the webhook's hint
-// annotation, as the receiver would) deletes the child. A token Secret missing
+// annotation, as the receiver would) deletes the child, and so does the next
+// listing alone when no webhook came at all. A token Secret missing
 // or wrong: PreviewsListed False naming it, no child, no token said anywhere.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -58,13 +59,13 @@ let pr: GiteaPullRequest;
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 
 /** An App on the repository with previews; its token Secret as named. Apps take https only (see webhooks-pull-requests.test.ts). */
-function parentApp(name: string, tokenSecret: string): AppInput {
+function parentApp(name: string, tokenSecret: string, on: RepoRef = repo, interval = '5m'): AppInput {
   return {
     apiVersion: 'teal.dev/v1alpha1',
     kind: 'App',
     metadata: { name },
     spec: {
-      source: { git: { url: gitUrl(gitea, repo).replace(/^http:/, 'https:'), ref: 'main', pollInterval: '0' } },
+      source: { git: { url: gitUrl(gitea, on).replace(/^http:/, 'https:'), ref: 'main', pollInterval: '0' } },
       build: { image: 'registry.example.com/team/shop' },
       replicas: 1,
       template: { spec: { containers: [{ name: 'app', ports: [{ containerPort: 8080 }] }] } },
@@ -72,7 +73,7 @@ function parentApp(name: string, tokenSecret: string): AppInput {
         provider: 'gitea',
         apiURL: gitea.apiUrl,
         tokenSecretRef: { name: tokenSecret },
-        interval: '5m',
+        interval,
         build: { image: 'registry.example.com/previews/shop', pushSecretRef: { name: 'previews-push' } },
         exposure: { ingress: { host: 'pr-{{number}}.preview.example.com' } },
       },
@@ -249,6 +250,25 @@ describe('previews on a real Gitea', () => {
     });
     expect(told).toContain(ANN_PREVIEWS_REQUESTED);
     expect(await findApp(`nosecret-pr-${pr.number}`)).toBeUndefined();
+  });
+
+  it('a pull request closed with no webhook at all (a missed one) loses its child App at the next listing', async () => {
+    // Its own repository and parent, listed every 30 s (the least interval): only the listing sees the close.
+    const other = await createRepository(gitea, alice, 'polled');
+    const local = await createRepo(join(workdir, 'polled'));
+    await local.commit('a Dockerfile', { Dockerfile: 'FROM scratch\n' });
+    await local.commit('change', { 'app.txt': 'change\n' }, { branch: 'change' });
+    await pushBranches(gitea, alice, local, other, ['main', 'change']);
+    const opened = await openPullRequest(gitea, alice, other, { head: 'change', title: 'A change' });
+    await createApp(ns, parentApp('polled', 'shop-gitea', other, '30s'));
+    const child = await waitFor('the child App', () => findApp(`polled-pr-${opened.number}`));
+    await closePullRequest(gitea, alice, other, opened.number);
+    await waitFor('the child App to be deleted by a listing', async () => {
+      const now = await findApp(`polled-pr-${opened.number}`);
+      return now === undefined || now.metadata.uid !== child.metadata.uid ? true : undefined;
+    });
+    const parent = await getApp(ns, 'polled');
+    expect(parent.status?.previews?.pullRequests?.some((p) => p.number === opened.number)).toBe(false);
   });
 
   it('closing the pull request deletes its child App at the next listing (a webhook hint brings it at once)', async () => {
