@@ -18,6 +18,7 @@ export interface CachedApp {
     /** A preview's child App only (controller/cache.ts): what the previews planner reads of it. */
     labels?: Record<string, string>;
     ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string }[];
+    /** A preview's child App, and an App with spec.previews (the oldest owns its repository). */
     creationTimestamp?: string;
   };
   spec?: unknown;
@@ -48,6 +49,12 @@ export interface CachedAppEvent {
 
 /** The index of the App cache that finds a parent's preview Apps (teal.dev/preview-of), by namespace/parent. */
 export const PREVIEWS_INDEX = 'preview-of';
+
+/**
+ * The index of the App cache that finds the Apps whose spec.previews names a
+ * repository, by provider, API URL and repository (previews/repository-owner.ts).
+ */
+export const PREVIEWED_REPOSITORY_INDEX = 'previewed-repository';
 
 /** The index of the build pods' cache, by their Job's namespace/name. */
 export const JOBS_INDEX = 'job';

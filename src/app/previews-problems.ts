@@ -12,7 +12,10 @@ export interface PreviewsSpecView {
 }
 
 /** The repository at the provider: spec.previews.repository, else the path of the git URL, without .git. */
-export function previewsRepository(spec: PreviewsSpecView): string | undefined {
+export function previewsRepository(spec: {
+  source?: { git: { url: string } } | undefined;
+  previews?: { repository?: string | undefined } | undefined;
+}): string | undefined {
   if (spec.previews?.repository) return spec.previews.repository;
   const url = spec.source?.git.url;
   if (url === undefined || url.startsWith('file:')) return undefined;
@@ -23,7 +26,7 @@ export function previewsRepository(spec: PreviewsSpecView): string | undefined {
 }
 
 /** The provider's API: spec.previews.apiURL, else the provider's public one. */
-export function previewsApiUrl(previews: Previews): string | undefined {
+export function previewsApiUrl(previews: Pick<Previews, 'provider' | 'apiURL'>): string | undefined {
   return previews.apiURL ?? DEFAULT_API_URLS[previews.provider];
 }
 

@@ -4,7 +4,7 @@
 // shard it holds (owns); a shard handed back is drained first.
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { CachedApp } from '../app/cached.ts';
+import { type CachedApp, PREVIEWED_REPOSITORY_INDEX } from '../app/cached.ts';
 import { ANN_REFRESH, readRefreshRequest } from '../app/intents.ts';
 import { LABEL_PREVIEW_OF } from '../app/preview-labels.ts';
 import type { BuildImages } from '../build/images.ts';
@@ -14,6 +14,7 @@ import { errorMessage, isConflict } from '../kube/errors.ts';
 import { WorkQueue } from '../kube/workqueue.ts';
 import { Notifier } from '../notify/notifier.ts';
 import { Sender } from '../notify/sender.ts';
+import { previewedRepository } from '../previews/repository-owner.ts';
 import { AnalysisRunner } from './analysis-runner.ts';
 import { AppMemory } from './app-memory.ts';
 import { type Caches, makeCaches, watchConfigMaps } from './cache.ts';
@@ -223,14 +224,26 @@ export class AppController {
       const key = parentOf(a);
       if (key !== undefined) enqueue(key);
     };
+    // Which App previews a repository depends on the others naming it: one coming, going or changing wakes them.
+    const rivals = (...apps: CachedApp[]) => {
+      const repositories = new Set(apps.map((a) => previewedRepository(a.spec)));
+      for (const repository of repositories) {
+        if (repository === undefined) continue;
+        for (const other of this.caches.apps.byIndex(PREVIEWED_REPOSITORY_INDEX, repository)) {
+          enqueue(`${other.metadata.namespace}/${other.metadata.name}`);
+        }
+      }
+    };
     this.caches.apps.addHandler({
       onAdd: (a) => {
         enqueue(`${a.metadata.namespace}/${a.metadata.name}`);
         parent(a);
+        rivals(a);
       },
       onUpdate: (old, a) => {
         const key = `${a.metadata.namespace}/${a.metadata.name}`;
         if (appChanged(old, a)) enqueue(key);
+        if (appChanged(old, a)) rivals(old, a);
         if (appChanged(old, a) || JSON.stringify(old.status) !== JSON.stringify(a.status)) parent(a);
         // Only the leader follows sources (it reconciles); a standby's request waits in the annotation.
         const requested = a.metadata.annotations?.[ANN_REFRESH];
@@ -243,6 +256,7 @@ export class AppController {
       onDelete: (a) => {
         enqueue(`${a.metadata.namespace}/${a.metadata.name}`);
         parent(a);
+        rivals(a);
       },
     });
     const owner = (o: { value: { namespace: string; app?: string } }) => {

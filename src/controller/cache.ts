@@ -4,7 +4,14 @@ import type { Logger } from 'pino';
 import { type AnalysisJobRef, LABEL_ANALYSIS, observeAnalysisJob } from '../analysis/job.ts';
 import { validateTemplate } from '../analysis/validate.ts';
 import { type AnalysisTemplateSpec, TEMPLATE_PLURAL } from '../app/analysis-schema.ts';
-import { APPS_INDEX, type CachedApp, type CachedAppEvent, JOBS_INDEX, PREVIEWS_INDEX } from '../app/cached.ts';
+import {
+  APPS_INDEX,
+  type CachedApp,
+  type CachedAppEvent,
+  JOBS_INDEX,
+  PREVIEWED_REPOSITORY_INDEX,
+  PREVIEWS_INDEX,
+} from '../app/cached.ts';
 import { ANN_REFRESH, INTENT_PREFIX } from '../app/intents.ts';
 import { LABEL_APP } from '../app/labels.ts';
 import {
@@ -32,6 +39,7 @@ import {
 } from '../kube/informer.ts';
 import { StringPool } from '../kube/intern.ts';
 import { MultiNamespaceInformer, type SharedInformer } from '../kube/multi-namespace-informer.ts';
+import { previewedRepository } from '../previews/repository-owner.ts';
 import { ANN_LIVE_CONFIG, configMapDigest, findConfigRefs, LABEL_CONFIG_COPY } from '../rollout/config-refs.ts';
 import {
   LABEL_SERVICE_NAME,
@@ -86,6 +94,9 @@ function childMetadata(m: NonNullable<RawObject['metadata']>, pool: StringPool):
   };
 }
 
+const isPreviewing = (spec: unknown) =>
+  typeof spec === 'object' && spec !== null && (spec as { previews?: unknown }).previews !== undefined;
+
 function trimApp(raw: RawObject, pool: StringPool): CachedApp | undefined {
   const m = raw.metadata;
   if (!m?.name || !m.namespace) return undefined;
@@ -107,6 +118,10 @@ function trimApp(raw: RawObject, pool: StringPool): CachedApp | undefined {
       ...(Array.isArray(m.finalizers) ? { finalizers: pool.intern(m.finalizers as string[]) } : {}),
       ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
       ...childMetadata(m, pool),
+      // Of two Apps previewing one repository the oldest owns it (previews/repository-owner.ts).
+      ...(isPreviewing(raw.spec) && typeof m.creationTimestamp === 'string'
+        ? { creationTimestamp: m.creationTimestamp }
+        : {}),
     },
     spec: pool.intern(raw.spec),
     status: pool.intern(raw.status),
@@ -354,6 +369,10 @@ function rolloutCaches(
   apps.addIndex(PREVIEWS_INDEX, (app) => {
     const parent = app.metadata.labels?.[LABEL_PREVIEW_OF];
     return parent !== undefined ? [`${app.metadata.namespace}/${parent}`] : [];
+  });
+  apps.addIndex(PREVIEWED_REPOSITORY_INDEX, (app) => {
+    const repository = previewedRepository(app.spec);
+    return repository !== undefined ? [repository] : [];
   });
   const replicaSets = informer<Cached<ObservedReplicaSet>>('/apis/apps/v1', 'replicasets', {
     labelSelector: LABEL_APP,

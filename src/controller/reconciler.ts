@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { inFlight } from '../analysis/run.ts';
 import { trafficInFlight } from '../analysis/traffic.ts';
 import type { AnalysisTemplateSpec } from '../app/analysis-schema.ts';
-import { APPS_INDEX, type CachedApp, JOBS_INDEX, PREVIEWS_INDEX } from '../app/cached.ts';
+import { APPS_INDEX, type CachedApp, JOBS_INDEX, PREVIEWED_REPOSITORY_INDEX, PREVIEWS_INDEX } from '../app/cached.ts';
 import type { ValueProblem } from '../app/cluster-values.ts';
 import { type ConditionInput, getCondition, removeCondition, setCondition } from '../app/conditions.ts';
 import { parseDuration } from '../app/duration.ts';
@@ -39,6 +39,7 @@ import { isProviderAction, plan as planPreviews } from '../previews/plan.ts';
 import { readPreviewsRequest } from '../previews/poll.ts';
 import { readPullRef, throughPullRef } from '../previews/pull-ref.ts';
 import { ListedReason } from '../previews/reasons.ts';
+import { previewedElsewhere, previewedRepository } from '../previews/repository-owner.ts';
 import { plan, planInvalid } from '../rollout/bluegreen.ts';
 import type { MeasureRequest } from '../rollout/cluster-actions.ts';
 import {
@@ -406,6 +407,13 @@ export class Reconciler {
       runner?.forget(r.key);
       return {};
     }
+    // Another App previews this repository: nothing listed, written, made or deleted; the condition says which.
+    const elsewhere = previews ? this.previewedElsewhere(r) : undefined;
+    if (elsewhere) {
+      runner.forget(r.key);
+      r.status = withPreviews(r.status, r.status.previews, elsewhere, this.generation(r), r.now);
+      return {};
+    }
     const seen = runner.seen(r.key);
     if (previews && !seen) {
       runner.due(app, undefined);
@@ -451,6 +459,19 @@ export class Reconciler {
       r.log.warn({ doing: err.doing, err: errorMessage(err.cause) }, 'a preview write failed');
       return { type: 'PreviewsListed', status: 'False', reason: ListedReason.WriteFailed, message: err.message };
     }
+  }
+
+  /** PreviewsListed False naming the App that previews this App's repository, if another does (from the cache). */
+  private previewedElsewhere(r: Reconciliation): ConditionInput | undefined {
+    const repository = previewedRepository(r.cached.spec);
+    if (repository === undefined) return undefined;
+    const apps = this.o.caches.apps.byIndex(PREVIEWED_REPOSITORY_INDEX, repository).map(({ metadata: m }) => ({
+      namespace: m.namespace,
+      name: m.name,
+      creationTimestamp: m.creationTimestamp,
+      deleting: m.deletionTimestamp !== undefined,
+    }));
+    return previewedElsewhere(r.key, repository, apps);
   }
 
   /** The Apps labelled as the parent's previews, from the cache, validated (an invalid one is not the planner's). */

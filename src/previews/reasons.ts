@@ -14,6 +14,8 @@ export const ListedReason = {
   WriteFailed: 'PreviewWriteFailed',
   /** Listed, but some pull requests were skipped: their provider data is not usable (the message says which). */
   Skipped: 'PullRequestsSkipped',
+  /** Another App previews the same repository (the oldest that names it, previews/repository-owner.ts): nothing is done. */
+  PreviewedElsewhere: 'RepositoryPreviewedElsewhere',
 } as const;
 
 /** Why a child App is made, changed or deleted, or a label removed: the actions' `why`. */

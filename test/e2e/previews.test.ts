@@ -8,6 +8,8 @@
 // annotation, as the receiver would) deletes the child, and so does the next
 // listing alone when no webhook came at all. A token Secret missing
 // or wrong: PreviewsListed False naming it, no child, no token said anywhere.
+// Two parent Apps on one repository: only the older previews it, the younger
+// says which App does and takes over once that one is deleted.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -55,6 +57,9 @@ let ns: string;
 let removeNs: () => Promise<void>;
 let operator: Operator;
 let pr: GiteaPullRequest;
+/** The token tests' repositories, one per App: the oldest App naming a repository is the one that previews it. */
+let unreadable: RepoRef;
+let unauthorized: RepoRef;
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 
@@ -113,6 +118,9 @@ beforeAll(async () => {
   await pushBranches(gitea, alice, local, repo, ['main', 'feature']);
   pr = await openPullRequest(gitea, alice, repo, { head: 'feature', title: 'A new feature' });
 
+  unreadable = await createRepository(gitea, alice, 'unreadable');
+  unauthorized = await createRepository(gitea, alice, 'unauthorized');
+
   ({ name: ns, remove: removeNs } = await createNamespace('previews'));
   await core.createNamespacedSecret({
     namespace: ns,
@@ -123,8 +131,8 @@ beforeAll(async () => {
     body: { metadata: { name: 'wrong-gitea' }, data: { token: b64(WRONG_TOKEN) } },
   });
   await createApp(ns, parentApp('shop', 'shop-gitea'));
-  await createApp(ns, parentApp('nosecret', 'no-such-secret'));
-  await createApp(ns, parentApp('wrong', 'wrong-gitea'));
+  await createApp(ns, parentApp('nosecret', 'no-such-secret', unreadable));
+  await createApp(ns, parentApp('wrong', 'wrong-gitea', unauthorized));
   operator = await startOperator({ namespace: ns });
 }, GITEA_BUILD_MS);
 
@@ -250,6 +258,52 @@ describe('previews on a real Gitea', () => {
     });
     expect(told).toContain(ANN_PREVIEWS_REQUESTED);
     expect(await findApp(`nosecret-pr-${pr.number}`)).toBeUndefined();
+  });
+
+  it('two parent Apps on one repository: only the older previews it; the younger names it, and takes over once it is gone', async () => {
+    const twins = await createRepository(gitea, alice, 'twins');
+    const local = await createRepo(join(workdir, 'twins'));
+    await local.commit('a Dockerfile', { Dockerfile: 'FROM scratch\n' });
+    await local.commit('change', { 'app.txt': 'change\n' }, { branch: 'change' });
+    await pushBranches(gitea, alice, local, twins, ['main', 'change']);
+    const opened = await openPullRequest(gitea, alice, twins, { head: 'change', title: 'A change' });
+    const tealComments = async () =>
+      (await comments(gitea, alice, twins, opened.number)).filter((c) => c.body.includes('teal.dev/preview'));
+
+    // The older: created first (a tie of creation seconds goes to namespace/name, and twin-a sorts first).
+    await createApp(ns, parentApp('twin-a', 'shop-gitea', twins));
+    await waitFor('the older App to preview the pull request', async () => {
+      const child = await findApp(`twin-a-pr-${opened.number}`);
+      return child && (await tealComments()).length > 0 ? child : undefined;
+    });
+    await createApp(ns, parentApp('twin-b', 'shop-gitea', twins));
+    const younger = await waitFor('the younger App to say what it does with its previews', async () => {
+      const app = await getApp(ns, 'twin-b');
+      const status = listedCondition(app)?.status;
+      return status === 'True' || status === 'False' ? app : undefined;
+    });
+    expect(listedCondition(younger)).toMatchObject({ status: 'False', reason: 'RepositoryPreviewedElsewhere' });
+    expect(listedCondition(younger)?.message).toContain(`App ${ns}/twin-a previews alice/twins`);
+    expect(await findApp(`twin-b-pr-${opened.number}`)).toBeUndefined();
+    const statuses = await commitStatuses(gitea, alice, twins, opened.head.sha);
+    expect(statuses.filter((s) => s.context === COMMIT_STATUS_CONTEXT).length).toBeGreaterThan(0);
+    const written = await tealComments();
+    expect(written).toHaveLength(1);
+    expect(written[0]?.body.startsWith(previewCommentMarker('gitea', `${ns}/twin-a`))).toBe(true);
+
+    const deleted = await kubectl(['delete', 'apps.teal.dev', 'twin-a', '-n', ns, '--wait=false']);
+    expect(deleted.code, deleted.stderr).toBe(0);
+    await waitFor("the younger App's child App", () => findApp(`twin-b-pr-${opened.number}`));
+    await waitFor('the younger App to list the pull request', async () => {
+      const app = await getApp(ns, 'twin-b');
+      return listedCondition(app)?.status === 'True' ? app : undefined;
+    });
+    await waitFor("the younger App's own comment", async () => {
+      const found = (await tealComments()).filter((c) =>
+        c.body.startsWith(previewCommentMarker('gitea', `${ns}/twin-b`)),
+      );
+      return found.length === 1 ? found : undefined;
+    });
   });
 
   it('a pull request closed with no webhook at all (a missed one) loses its child App at the next listing', async () => {
