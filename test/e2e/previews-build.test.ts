@@ -7,7 +7,9 @@
 // base repository has that commit only under refs/pull/N/head. The operator's
 // previews controller makes the child App (childApp) once the owner approves
 // the head; a second push needs a new approval, so the child stays on the
-// first commit.
+// first commit. Each engine's parent App has a repository of its own (one App
+// previews a repository: previews/repository-owner.ts), with the same fork's
+// pull request.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -61,12 +63,22 @@ let operator: Operator;
 let workdir: string;
 let alice: GiteaUser;
 let bob: GiteaUser;
-let upstream: RepoRef;
-let fork: RepoRef;
-let bobClone: TestRepo;
-/** The fork's pull request as the Gitea client hands it to the planner. */
-let pr: PullRequest;
-let approval: GiteaLabel;
+/** A base repository with a fork's pull request on it, approved by its owner. */
+interface Upstream {
+  repo: RepoRef;
+  fork: RepoRef;
+  clone: TestRepo;
+  /** The fork's pull request as the Gitea client hands it to the planner. */
+  pr: PullRequest;
+  approval: GiteaLabel;
+}
+/** By parent App: shop builds with BuildKit, shop-kaniko with kaniko. */
+const upstreams = new Map<string, Upstream>();
+const upstreamOf = (parent: string): Upstream => {
+  const found = upstreams.get(parent);
+  if (!found) throw new Error(`no repository for ${parent}`);
+  return found;
+};
 
 /** Every file of the commit goes into the image, so the image says which commit it was built from. */
 const dockerfile = () => `FROM ${registry.address}/base/busybox:1\nCOPY . /src/\n`;
@@ -81,18 +93,9 @@ beforeAll(async () => {
   workdir = await mkdtemp(join(tmpdir(), 'teal-previews-build-'));
   alice = await gitea.createUser('alice');
   bob = await gitea.createUser('bob');
-  upstream = await createRepository(gitea, alice, 'shop');
   const aliceClone = await createRepo(join(workdir, 'alice'));
   await aliceClone.commit('the app', { Dockerfile: dockerfile(), 'version.txt': 'main\n' });
-  await pushBranches(gitea, alice, aliceClone, upstream, ['main']);
-  bobClone = await createRepo(join(workdir, 'bob'));
-  const opened = await openForkPullRequest(gitea, bob, upstream, bobClone, 'A change from a fork');
-  fork = opened.fork;
-  const raw = await giteaCall<unknown>(gitea, alice, 'GET', `/repos/alice/shop/pulls/${opened.pr.number}`);
-  pr = giteaPullRequest(GiteaPull.parse(raw.body));
-  // The owner approves the fork's head: the approval is pinned to that commit.
-  approval = await createLabel(gitea, alice, upstream, APPROVAL);
-  await addLabels(gitea, alice, upstream, pr.number, [APPROVAL]);
+  for (const name of ['shop', 'shop-kaniko']) upstreams.set(name, await approvedForkPullRequest(name, aliceClone));
   await putSecret('shop-gitea', { token: alice.token });
   // The build trusts the front's certificate through the git Secret's ca.crt, as a company's CA.
   await putSecret('shop-git', { 'ca.crt': front.caPem });
@@ -126,6 +129,20 @@ afterAll(async () => {
 
 const base64 = (text: string) => Buffer.from(text).toString('base64');
 
+/** alice's repository of that name, bob's fork of it and his pull request from it, which alice approves. */
+async function approvedForkPullRequest(name: string, aliceClone: TestRepo): Promise<Upstream> {
+  const repo = await createRepository(gitea, alice, name);
+  await pushBranches(gitea, alice, aliceClone, repo, ['main']);
+  const clone = await createRepo(join(workdir, `bob-${name}`));
+  const opened = await openForkPullRequest(gitea, bob, repo, clone, 'A change from a fork');
+  const raw = await giteaCall<unknown>(gitea, alice, 'GET', `/repos/alice/${name}/pulls/${opened.pr.number}`);
+  const pr = giteaPullRequest(GiteaPull.parse(raw.body));
+  // The owner approves the fork's head: the approval is pinned to that commit.
+  const approval = await createLabel(gitea, alice, repo, APPROVAL);
+  await addLabels(gitea, alice, repo, pr.number, [APPROVAL]);
+  return { repo, fork: opened.fork, clone, pr, approval };
+}
+
 async function putSecret(name: string, data: Record<string, string>, type?: string): Promise<void> {
   const body = {
     metadata: { name },
@@ -145,7 +162,7 @@ function parentInput(name: string, engine: 'buildkit' | 'kaniko'): AppInput {
     metadata: { name },
     spec: {
       source: {
-        git: { url: `${front.url}/alice/shop.git`, ref: 'main', secretRef: { name: 'shop-git' }, pollInterval: '0' },
+        git: { url: `${front.url}/alice/${name}.git`, ref: 'main', secretRef: { name: 'shop-git' }, pollInterval: '0' },
       },
       build: { engine, image: `${registry.address}/${ns}/${name}` },
       replicas: 1,
@@ -163,6 +180,7 @@ function parentInput(name: string, engine: 'buildkit' | 'kaniko'): AppInput {
 
 /** The child App the previews controller makes for the fork's pull request, once it is there. */
 async function childOf(parent: string): Promise<string> {
+  const { pr } = upstreamOf(parent);
   const name = previewName(parent, pr.number);
   const child = await waitFor(`the previews controller to make ${name}`, () => getApp(ns, name).catch(() => undefined));
   const metadata = child.metadata as StoredApp['metadata'] & { annotations?: Record<string, string> };
@@ -208,19 +226,24 @@ describe("a preview's child App on a fork's pull request (real Gitea, real build
   let child: string;
   let kaniko: string;
   let head: string;
+  let kanikoHead: string;
 
   it('the head commit is in the base repository only under the pull ref', async () => {
-    head = pr.headSha;
-    expect(pr.fromFork).toBe(true);
-    expect(pr.headRef).toBe(`refs/pull/${pr.number}/head`);
-    const refs = await lsRemote(gitea, alice, bobClone, upstream);
-    expect(refs.get(pr.headRef)).toBe(head);
-    expect([...refs].filter(([ref, sha]) => sha === head && ref !== pr.headRef)).toEqual([]);
+    for (const { pr, repo, clone } of upstreams.values()) {
+      expect(pr.fromFork).toBe(true);
+      expect(pr.headRef).toBe(`refs/pull/${pr.number}/head`);
+      const refs = await lsRemote(gitea, alice, clone, repo);
+      expect(refs.get(pr.headRef)).toBe(pr.headSha);
+      expect([...refs].filter(([ref, sha]) => sha === pr.headSha && ref !== pr.headRef)).toEqual([]);
+    }
+    head = upstreamOf('shop').pr.headSha;
+    kanikoHead = upstreamOf('shop-kaniko').pr.headSha;
   });
 
   it(
     'BuildKit: the child App builds the head commit, names it by its pull ref, and releases it',
     async () => {
+      const { pr } = upstreamOf('shop');
       child = await childOf('shop');
       const app = await waitForApp(
         ns,
@@ -254,19 +277,22 @@ describe("a preview's child App on a fork's pull request (real Gitea, real build
   it(
     'kaniko: the child App fetches the head commit by its SHA (go-git clones no pull ref), names it by its pull ref, and releases it',
     async () => {
+      const { pr } = upstreamOf('shop-kaniko');
       kaniko = await childOf('shop-kaniko');
       const app = await waitForApp(
         ns,
         kaniko,
-        `${head.slice(0, 12)} built by kaniko and released`,
-        released(head),
+        `${kanikoHead.slice(0, 12)} built by kaniko and released`,
+        released(kanikoHead),
         BUILD_MS,
       );
       expect(app.status?.source?.ref).toBe(pr.headRef);
       const [job] = await jobsOf(kaniko);
       const args = job?.spec?.template.spec?.containers[0]?.args ?? [];
-      expect(args).toContain(`--context=${front.url.replace(/^https:/, 'git:')}/alice/shop.git#${head}#${head}`);
-      expect(await imageFiles(`${ns}/shop-kaniko-previews`, head)).toEqual({ fork: 'fork\n', second: undefined });
+      expect(args).toContain(
+        `--context=${front.url.replace(/^https:/, 'git:')}/alice/shop-kaniko.git#${kanikoHead}#${kanikoHead}`,
+      );
+      expect(await imageFiles(`${ns}/shop-kaniko-previews`, kanikoHead)).toEqual({ fork: 'fork\n', second: undefined });
     },
     TEST_MS,
   );
@@ -276,33 +302,44 @@ describe("a preview's child App on a fork's pull request (real Gitea, real build
     async () => {
       // The owner takes the approval off, and the fork pushes again: the new head is approved by nobody.
       // (A label left on approves no later push either: previews-lifecycle.test.ts.)
-      await removeLabel(gitea, alice, upstream, pr.number, approval);
-      await bobClone.commit('a second change', { 'second.txt': 'second\n' });
-      await pushBranches(gitea, bob, bobClone, fork, ['fork-change']);
-      const second = await bobClone.revParse('HEAD');
-      await waitFor(`Gitea to move ${pr.headRef} to ${second.slice(0, 12)}`, async () => {
-        const refs = await lsRemote(gitea, alice, bobClone, upstream);
-        return refs.get(pr.headRef) === second ? true : undefined;
-      });
+      const seconds = new Map<string, string>();
+      for (const [parent, { repo, fork, clone, pr, approval }] of upstreams) {
+        await removeLabel(gitea, alice, repo, pr.number, approval);
+        await clone.commit('a second change', { 'second.txt': 'second\n' });
+        await pushBranches(gitea, bob, clone, fork, ['fork-change']);
+        const second = await clone.revParse('HEAD');
+        seconds.set(parent, second);
+        await waitFor(`Gitea to move ${repo.name}'s ${pr.headRef} to ${second.slice(0, 12)}`, async () => {
+          const refs = await lsRemote(gitea, alice, clone, repo);
+          return refs.get(pr.headRef) === second ? true : undefined;
+        });
+      }
       // The controller sees the new head, which nobody approved: the children stay on the first commit.
       await listAgain();
-      for (const parent of ['shop', 'shop-kaniko']) {
+      for (const [parent, { pr }] of upstreams) {
+        const second = seconds.get(parent) ?? '';
         await waitForApp(ns, parent, `the new head ${second.slice(0, 12)} listed, awaiting approval`, (a) =>
           (a.status?.previews?.pullRequests ?? []).some(
             (p) => p.number === pr.number && p.head === second && p.state === 'AwaitingApproval',
           ),
         );
       }
-      for (const app of [child, kaniko]) {
+      for (const [app, pinned] of [
+        [child, head],
+        [kaniko, kanikoHead],
+      ] as const) {
         const stored = await getApp(ns, app);
-        expect((stored.spec as { source?: { git?: { ref?: string } } }).source?.git?.ref).toBe(head);
+        expect((stored.spec as { source?: { git?: { ref?: string } } }).source?.git?.ref).toBe(pinned);
       }
 
       // The first builds are deleted, so each App builds its commit again, now that the pull ref names another.
-      for (const [app, repository] of [
-        [child, 'shop-previews'],
-        [kaniko, 'shop-kaniko-previews'],
+      for (const [parent, app, pinned] of [
+        ['shop', child, head],
+        ['shop-kaniko', kaniko, kanikoHead],
       ] as const) {
+        const repository = `${parent}-previews`;
+        const second = seconds.get(parent);
+        const { pr } = upstreamOf(parent);
         const [first, ...others] = await jobsOf(app);
         expect(others).toEqual([]);
         const firstUid = first?.metadata?.uid;
@@ -321,15 +358,15 @@ describe("a preview's child App on a fork's pull request (real Gitea, real build
           },
           { timeoutMs: BUILD_MS },
         );
-        expect(again.metadata?.labels?.['teal.dev/commit']).toBe(head);
-        expect(await imageFiles(`${ns}/${repository}`, head)).toEqual({ fork: 'fork\n', second: undefined });
-        const after = await waitForApp(ns, app, 'the pinned commit active', released(head), BUILD_MS);
-        expect(after.status?.source).toMatchObject({ ref: pr.headRef, commit: head });
+        expect(again.metadata?.labels?.['teal.dev/commit']).toBe(pinned);
+        expect(await imageFiles(`${ns}/${repository}`, pinned)).toEqual({ fork: 'fork\n', second: undefined });
+        const after = await waitForApp(ns, app, 'the pinned commit active', released(pinned), BUILD_MS);
+        expect(after.status?.source).toMatchObject({ ref: pr.headRef, commit: pinned });
         expect((await jobsOf(app)).map((j) => j.metadata?.labels?.['teal.dev/commit'])).not.toContain(second);
         const tags = (await (await fetch(`http://${registry.address}/v2/${ns}/${repository}/tags/list`)).json()) as {
           tags: string[];
         };
-        expect(tags.tags).toEqual([head]);
+        expect(tags.tags).toEqual([pinned]);
       }
     },
     TEST_MS,
